@@ -1,0 +1,40 @@
+"""Shared fixtures: users, an API client, and a strict scripted model served over HTTP."""
+
+from collections.abc import Iterator
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+
+from toolcalling.testing import ScriptedModel
+from toolcalling.testutils import override_model
+
+
+@pytest.fixture
+def model(db) -> Iterator[ScriptedModel]:
+    with override_model() as scripted:
+        yield scripted
+
+
+@pytest.fixture
+def alice(db):
+    return get_user_model().objects.create_user("alice", password="pw")
+
+
+@pytest.fixture
+def bob(db):
+    return get_user_model().objects.create_user("bob", password="pw")
+
+
+@pytest.fixture
+def api(alice) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(alice)
+    return client
+
+
+@pytest.fixture
+def conversation(api) -> dict:
+    response = api.post("/api/toolcalling/conversations/", {"assistant": "helper"}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()

@@ -1,0 +1,66 @@
+"""Tools of the test site, found by autodiscovery."""
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from toolcalling import ToolContext, tool
+
+
+class Address(BaseModel):
+    street: str
+    city: str
+
+
+@tool
+def whoami(ctx: ToolContext) -> dict:
+    """Tell who the current user is."""
+    return {"username": ctx.user.get_username(), "tenant": ctx.extra.get("tenant")}
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers.
+
+    Args:
+        a: The first number.
+        b: The second number.
+    """
+    return a + b
+
+
+@tool
+def ship(
+    ctx: ToolContext,
+    order_no: Annotated[str, Field(description="Order number, e.g. 20250719-0032")],
+    speed: Literal["standard", "express"] = "standard",
+    address: Address | None = None,
+) -> dict:
+    """Ship an order."""
+    return {"order_no": order_no, "speed": speed, "city": address.city if address else None}
+
+
+@tool
+def explode() -> str:
+    """Always fails."""
+    raise RuntimeError("boom")
+
+
+@tool(return_direct=True)
+def direct_answer(text: str) -> str:
+    """Return text directly to the user."""
+    return f"DIRECT: {text}"
+
+
+@tool(permissions=["auth.view_user"])
+def list_users() -> list[str]:
+    """List user names (staff only)."""
+    from django.contrib.auth import get_user_model
+
+    return list(get_user_model().objects.values_list("username", flat=True))
+
+
+@tool(requires_approval=True)
+def delete_everything(ctx: ToolContext, confirm: str) -> str:
+    """Delete everything (gated)."""
+    return f"deleted for {ctx.user.get_username()} ({confirm})"

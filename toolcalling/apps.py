@@ -1,0 +1,28 @@
+"""App configs: the simple one registers checks; the default one also autodiscovers tools and assistants."""
+
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class SimpleToolcallingConfig(AppConfig):
+    """Use ``toolcalling.apps.SimpleToolcallingConfig`` to register tools and assistants by hand."""
+
+    name = "toolcalling"
+    verbose_name = _("Tool calling")
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the system checks)
+        from .client import connect_signals
+
+        connect_signals()
+
+
+class ToolcallingConfig(SimpleToolcallingConfig):
+    """The default: imports every installed app's ``tools.py`` and ``assistants.py``, like the admin."""
+
+    default = True
+
+    def ready(self) -> None:
+        super().ready()
+        self.module.autodiscover()

@@ -1,0 +1,111 @@
+"""The ``TOOLCALLING`` settings dict, read through one object that follows ``setting_changed``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.utils.module_loading import import_string
+
+DEFAULTS: dict[str, Any] = {
+    # Model endpoint (any OpenAI-compatible Chat Completions server).
+    "MODEL": "gpt-4o-mini",
+    "API_KEY": None,  # None: env OPENAI_API_KEY
+    "BASE_URL": None,  # None: env OPENAI_BASE_URL, else OpenAI
+    "TIMEOUT": 60.0,
+    "MAX_RETRIES": 2,
+    "OFFLINE_MODEL": False,  # True: the built-in offline demo model, no network
+    "MODEL_OPTIONS": {},  # extra keyword arguments for chat.completions.create (temperature, ...)
+    # The loop.
+    "MAX_CALLS_PER_TOOL": 40,
+    "MAX_TOTAL_TOOL_CALLS": 150,
+    "MAX_MODEL_CALLS": 50,
+    "ON_LIMIT_EXCEEDED": "return_error",
+    "TOOL_ERRORS": "return_to_model",
+    "HOOKS": [],  # dotted paths or hook instances run for every assistant
+    # Input limits of the API.
+    "MAX_MESSAGE_LENGTH": 20_000,
+    # Approval.
+    "APPROVAL_TIMEOUT": 24 * 60 * 60,  # seconds a call may wait for a decision
+    # Tool search.
+    "TOOL_SEARCH_THRESHOLD": 30,
+    # Observability.
+    "LOG_PAYLOADS": False,  # put tool arguments and results in logs and spans
+    # Events (streaming, background turns).
+    "EVENTS_REDIS_URL": None,  # None: env REDIS_URL; unset: events stay in this process
+}
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "ON_LIMIT_EXCEEDED": ("raise", "return_error"),
+    "TOOL_ERRORS": ("return_to_model", "raise"),
+}
+
+IMPORT_STRINGS = ("HOOKS",)
+
+
+class ToolcallingSettings:
+    """Attribute access to ``settings.TOOLCALLING`` with defaults, validation and lazy imports."""
+
+    def __init__(self, user_settings: dict[str, Any] | None = None) -> None:
+        self._user_settings = user_settings
+        self._cached: set[str] = set()
+
+    @property
+    def user_settings(self) -> dict[str, Any]:
+        if self._user_settings is None:
+            self._user_settings = dict(getattr(settings, "TOOLCALLING", {}) or {})
+            self.validate(self._user_settings)
+        return self._user_settings
+
+    @staticmethod
+    def validate(user_settings: dict[str, Any]) -> None:
+        unknown = sorted(set(user_settings) - set(DEFAULTS))
+        if unknown:
+            raise ImproperlyConfigured(
+                f"Unknown TOOLCALLING setting(s): {', '.join(unknown)}. Known: {', '.join(sorted(DEFAULTS))}."
+            )
+        for key, allowed in CHOICES.items():
+            if key in user_settings and user_settings[key] not in allowed:
+                raise ImproperlyConfigured(
+                    f"TOOLCALLING[{key!r}] must be one of {', '.join(map(repr, allowed))}, not {user_settings[key]!r}."
+                )
+        for key in ("MAX_CALLS_PER_TOOL", "MAX_TOTAL_TOOL_CALLS", "MAX_MODEL_CALLS", "MAX_MESSAGE_LENGTH"):
+            value = user_settings.get(key, DEFAULTS[key])
+            if not isinstance(value, int) or value < 1:
+                raise ImproperlyConfigured(f"TOOLCALLING[{key!r}] must be a positive integer, not {value!r}.")
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in DEFAULTS:
+            raise AttributeError(f"Invalid TOOLCALLING setting: {name!r}")
+        value = self.user_settings.get(name, DEFAULTS[name])
+        if name == "API_KEY" and value is None:
+            value = os.environ.get("OPENAI_API_KEY")
+        elif name == "BASE_URL" and value is None:
+            value = os.environ.get("OPENAI_BASE_URL") or None
+        elif name == "EVENTS_REDIS_URL" and value is None:
+            value = os.environ.get("REDIS_URL") or None
+        elif name in IMPORT_STRINGS:
+            value = [import_string(v)() if isinstance(v, str) else v for v in value]
+        self._cached.add(name)
+        setattr(self, name, value)
+        return value
+
+    def reload(self) -> None:
+        for name in self._cached:
+            delattr(self, name)
+        self._cached.clear()
+        self._user_settings = None
+
+
+toolcalling_settings = ToolcallingSettings()
+
+
+@receiver(setting_changed)
+def reload_toolcalling_settings(*, setting: str, **kwargs: Any) -> None:
+    """Re-read ``TOOLCALLING`` when tests override it."""
+    if setting == "TOOLCALLING":
+        toolcalling_settings.reload()

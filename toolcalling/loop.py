@@ -1,0 +1,311 @@
+"""The tool-calling loop: one user turn from the stored history to the model's final answer."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from django.utils import timezone
+from pydantic import BaseModel
+
+from . import signals, storage
+from .assistant import Assistant
+from .client import ModelClient, ModelReply, get_client
+from .conf import toolcalling_settings
+from .context import ToolContext
+from .definitions import InvalidArguments, Tool, result_to_text
+from .exceptions import (
+    ConversationBusy,
+    ToolCallLimitExceeded,
+    ToolExecutionError,
+    TurnError,
+)
+from .hooks import EndTurn, ModelRequest
+from .models import Conversation, Message, ToolCall
+
+logger = logging.getLogger("toolcalling")
+
+Listener = Callable[[str, dict[str, Any]], None]
+
+
+class Turn:
+    """Runs one turn of a conversation: ask the model, run the calls it asks for, repeat until it answers.
+
+    ``run(content)`` runs a turn for a new user message; ``run(None)`` continues a turn whose
+    gated calls have all been decided. The steps (``ask_model``, ``handle_calls``) are public so
+    code that must own each iteration can drive them itself.
+    """
+
+    def __init__(
+        self,
+        assistant: Assistant,
+        conversation: Conversation,
+        *,
+        user: Any = None,
+        client: ModelClient | None = None,
+        listeners: list[Listener] | None = None,
+        stream: bool = False,
+    ) -> None:
+        self.assistant = assistant
+        self.conversation = conversation
+        self.user = user if user is not None else conversation.user
+        self.client = client or get_client()
+        self.ctx: ToolContext = assistant.build_context(self.user, conversation)
+        self.hooks = list(assistant.get_hooks())
+        self.listeners = list(listeners or [])
+        self.stream = stream
+        self.tools: dict[str, Tool] = {t.name: t for t in assistant.get_tools(self.ctx)}
+        self.history: list[dict[str, Any]] = []
+        self.new_messages: list[Message] = []
+        self.calls_per_tool: Counter[str] = Counter()
+        self.total_calls = 0
+        self.model_calls = 0
+
+    # Running a turn -------------------------------------------------------------------------------
+
+    def run(self, content: str | None = None) -> list[Message]:
+        """Run the turn to its end and return the messages it added."""
+        self.claim(continuing=content is None)
+        try:
+            self.start(content)
+            while self.conversation.status == Conversation.Status.RUNNING:
+                self.handle_reply(self.ask_model())
+        except EndTurn as end:
+            self._add_reply_text(end.message)
+            storage.set_status(self.conversation, Conversation.Status.IDLE)
+        except TurnError as exc:
+            self.fail(str(exc))
+            raise
+        except BaseException:
+            self.fail("The turn stopped on an internal error.")
+            raise
+        finally:
+            if self.conversation.status != Conversation.Status.RUNNING:
+                self.finish()
+        return self.new_messages
+
+    def claim(self, *, continuing: bool = False) -> None:
+        """Mark the conversation ``running``; only one turn runs per conversation at a time."""
+        conv = self.conversation
+        if continuing:
+            if not storage.claim(conv, from_statuses=[Conversation.Status.AWAITING_APPROVAL]):
+                raise ConversationBusy("The conversation is not waiting to continue.")
+            return
+        if storage.claim(conv, from_statuses=[Conversation.Status.IDLE, Conversation.Status.FAILED]):
+            return
+        conv.refresh_from_db(fields=["status"])
+        if conv.status == Conversation.Status.AWAITING_APPROVAL:
+            raise ConversationBusy(
+                "The conversation is waiting for a staff member to approve a tool call. "
+                "Wait for the decision or cancel the waiting calls."
+            )
+        raise ConversationBusy("The conversation is busy with another message. Try again when it has answered.")
+
+    def start(self, content: str | None) -> None:
+        """Store the user's message (if any) and load the history the model will see."""
+        conv = self.conversation
+        if content is not None:
+            self.new_messages.append(storage.add_message(conv, Message.Role.USER, content))
+            if not conv.title:
+                conv.title = " ".join(content.split())[:80]
+                conv.save(update_fields=["title"])
+        self._call_hooks("on_turn_start", self)
+        messages = storage.load_messages(conv)
+        self._count_calls_of_this_turn(messages)
+        self.history = storage.to_openai(messages)
+
+    def ask_model(self) -> ModelReply:
+        """Send the history and the offered tools to the model once."""
+        if self.model_calls >= toolcalling_settings.MAX_MODEL_CALLS:
+            raise TurnError(
+                f"The model was asked {self.model_calls} times in one turn without a final answer; stopped."
+            )
+        request = ModelRequest(
+            model=self.assistant.get_model(),
+            messages=[{"role": "system", "content": self.assistant.get_instructions(self.ctx)}, *self.history],
+            tools=[t.definition() for t in self.tools.values()],
+            options=dict(self.assistant.model_options),
+        )
+        self._call_hooks("before_model_call", self, request)
+        signals.model_call_started.send(type(self.assistant), turn=self, request=request)
+        started = time.monotonic()
+        reply = self.client.complete(
+            model=request.model,
+            messages=request.messages,
+            tools=request.tools,
+            on_delta=self._on_delta if self.stream else None,
+            **request.options,
+        )
+        self.model_calls += 1
+        logger.info(
+            "model call %s: %d tool calls, %d tokens, %.0f ms",
+            request.model,
+            len(reply.tool_calls),
+            reply.usage.total_tokens,
+            (time.monotonic() - started) * 1000,
+            extra={"conversation": str(self.conversation.pk)},
+        )
+        self._call_hooks("after_model_call", self, reply, reverse=True)
+        signals.model_call_finished.send(type(self.assistant), turn=self, reply=reply)
+        return reply
+
+    def handle_reply(self, reply: ModelReply) -> None:
+        """Store the answer; run its calls; decide whether the turn goes on, waits, or is done."""
+        message, calls = storage.add_reply(self.conversation, reply)
+        self._added(message)
+        if not calls:
+            storage.set_status(self.conversation, Conversation.Status.IDLE)
+            return
+        self.handle_calls(calls)
+
+    def handle_calls(self, calls: list[ToolCall]) -> None:
+        """Run (or queue for approval) each call of one answer in the order given."""
+        direct: list[str] = []
+        for call in calls:
+            result = self.handle_call(call)
+            tool = self.tools.get(call.name)
+            if tool is not None and tool.return_direct and call.status == ToolCall.Status.SUCCEEDED:
+                direct.append(result or "")
+        if any(c.status == ToolCall.Status.AWAITING_APPROVAL for c in calls):
+            storage.set_status(self.conversation, Conversation.Status.AWAITING_APPROVAL)
+            self.emit("awaiting_approval", {"tool_calls": [self._call_info(c) for c in calls if c.requires_approval]})
+        elif len(direct) == len(calls):
+            self._add_reply_text("\n\n".join(direct))
+            storage.set_status(self.conversation, Conversation.Status.IDLE)
+
+    def handle_call(self, call: ToolCall) -> str | None:
+        """Validate one call, check limits and approval, run it, and answer it to the model."""
+        self.calls_per_tool[call.name] += 1
+        self.total_calls += 1
+        s = toolcalling_settings
+        if self.calls_per_tool[call.name] > s.MAX_CALLS_PER_TOOL or self.total_calls > s.MAX_TOTAL_TOOL_CALLS:
+            limit = (
+                f"at most {s.MAX_CALLS_PER_TOOL} calls to {call.name!r} per turn"
+                if self.calls_per_tool[call.name] > s.MAX_CALLS_PER_TOOL
+                else f"at most {s.MAX_TOTAL_TOOL_CALLS} tool calls per turn"
+            )
+            if s.ON_LIMIT_EXCEEDED == "raise":
+                raise ToolCallLimitExceeded(f"Tool call limit exceeded: {limit}.")
+            return self._answer(call, ToolCall.Status.FAILED, f"Error: not run, the limit is {limit}.")
+        tool = self.tools.get(call.name)
+        if tool is None:
+            available = ", ".join(sorted(self.tools)) or "none"
+            return self._tool_error(call, f"Error: there is no tool named {call.name!r}. Available tools: {available}.")
+        try:
+            arguments = tool.parse_arguments(call.raw_arguments)
+        except InvalidArguments as exc:
+            return self._tool_error(call, f"Error: invalid arguments for {tool.name}: {exc}. Fix them and call again.")
+        call.arguments = arguments.model_dump(mode="json")
+        self.ctx.tool_call = call
+        try:
+            gated = tool.needs_approval(self.ctx, call.arguments)
+        except Exception as exc:
+            logger.exception("approval rule of %s failed", tool.name)
+            return self._tool_error(call, f"Error: {type(exc).__name__}: {exc}", exc)
+        if gated:
+            call.requires_approval = True
+            call.status = ToolCall.Status.AWAITING_APPROVAL
+            call.save(update_fields=["arguments", "requires_approval", "status"])
+            signals.approval_requested.send(ToolCall, tool_call=call)
+            self.emit("tool_call", self._call_info(call))
+            return None
+        return self.execute(tool, call, arguments)
+
+    def execute(self, tool: Tool, call: ToolCall, arguments: BaseModel) -> str:
+        """Run the tool function (hooks first) and answer the call with its result or error."""
+        call.started_at = timezone.now()
+        self.ctx.tool_call = call
+        signals.tool_call_started.send(type(self.assistant), turn=self, tool_call=call)
+        self.emit("tool_call_started", self._call_info(call))
+        replaced = self._call_hooks("before_tool_call", self, call, call.arguments, first_result=True)
+        if replaced is not None:
+            return self._answer(call, ToolCall.Status.SUCCEEDED, replaced)
+        status, text, error = run_tool(tool, self.ctx, arguments)
+        if status == ToolCall.Status.FAILED and toolcalling_settings.TOOL_ERRORS == "raise":
+            self._answer(call, status, text, error)
+            raise ToolExecutionError(f"Tool {tool.name!r} failed: {error}")
+        for hook in reversed(self.hooks):
+            changed = hook.after_tool_call(self, call, text)
+            if changed is not None:
+                text = changed
+        return self._answer(call, status, text, error)
+
+    # Ending -----------------------------------------------------------------------------------------
+
+    def fail(self, error: str) -> None:
+        """End the turn as ``failed`` with every open call answered, so the next message works."""
+        for message in storage.close_open_calls(self.conversation, "the turn ended with an error."):
+            self._added(message)
+        storage.set_status(self.conversation, Conversation.Status.FAILED, error)
+        self.emit("error", {"detail": error})
+
+    def finish(self) -> None:
+        self._call_hooks("on_turn_end", self, self.new_messages, reverse=True)
+        signals.turn_finished.send(type(self.assistant), turn=self, messages=self.new_messages)
+        self.emit("turn_end", {"status": self.conversation.status})
+
+    # Events -----------------------------------------------------------------------------------------
+
+    def emit(self, event: str, data: dict[str, Any]) -> None:
+        for listener in self.listeners:
+            listener(event, data)
+
+    def _on_delta(self, text: str) -> None:
+        self.emit("delta", {"content": text})
+
+    # Internals --------------------------------------------------------------------------------------
+
+    def _call_hooks(self, step: str, *args: Any, reverse: bool = False, first_result: bool = False) -> Any:
+        for hook in reversed(self.hooks) if reverse else self.hooks:
+            result = getattr(hook, step)(*args)
+            if first_result and result is not None:
+                return result
+        return None
+
+    def _count_calls_of_this_turn(self, messages: list[Message]) -> None:
+        """Limits count the current turn only: the calls since the last user message."""
+        for message in reversed(messages):
+            if message.role == Message.Role.USER:
+                break
+            for call in message.tool_calls.all():
+                self.calls_per_tool[call.name] += 1
+                self.total_calls += 1
+
+    def _tool_error(self, call: ToolCall, text: str, exc: BaseException | None = None) -> str:
+        if toolcalling_settings.TOOL_ERRORS == "raise":
+            self._answer(call, ToolCall.Status.FAILED, text, text)
+            raise ToolExecutionError(text.removeprefix("Error: ")) from exc
+        return self._answer(call, ToolCall.Status.FAILED, text, text)
+
+    def _answer(self, call: ToolCall, status: str, text: str, error: str = "") -> str:
+        message = storage.answer_call(call, status=status, result=text, error=error)
+        self._added(message)
+        signals.tool_call_finished.send(type(self.assistant), turn=self, tool_call=call)
+        self.emit("tool_call_finished", self._call_info(call))
+        return text
+
+    def _add_reply_text(self, text: str) -> None:
+        self._added(storage.add_message(self.conversation, Message.Role.ASSISTANT, text))
+
+    def _added(self, message: Message) -> None:
+        self.new_messages.append(message)
+        self.history.extend(storage.to_openai([message]))
+        self.emit("message", {"id": message.pk, "role": message.role})
+
+    @staticmethod
+    def _call_info(call: ToolCall) -> dict[str, Any]:
+        return {"id": call.pk, "call_id": call.call_id, "name": call.name, "status": call.status}
+
+
+def run_tool(tool: Tool, ctx: ToolContext, arguments: BaseModel) -> tuple[str, str, str]:
+    """Call a tool function; return ``(status, text for the model, error)``. Never raises for tool errors."""
+    try:
+        value = tool.invoke(ctx, arguments)
+        return ToolCall.Status.SUCCEEDED, result_to_text(value), ""
+    except Exception as exc:
+        logger.warning("tool %s failed: %s: %s", tool.name, type(exc).__name__, exc)
+        error = f"{type(exc).__name__}: {exc}"
+        return ToolCall.Status.FAILED, f"Error: {error}", error

@@ -1,0 +1,196 @@
+"""Conversations, their messages and the tool calls the model asked for, stored in the site's database."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class Conversation(models.Model):
+    """One user's chat with one assistant."""
+
+    class Status(models.TextChoices):
+        IDLE = "idle", _("Idle")
+        RUNNING = "running", _("Running")
+        AWAITING_APPROVAL = "awaiting_approval", _("Awaiting approval")
+        FAILED = "failed", _("Failed")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name=_("id"))
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="toolcalling_conversations",
+        verbose_name=_("user"),
+        help_text=_("Who the conversation belongs to; tools act on this user's behalf."),
+    )
+    assistant_id = models.CharField(
+        max_length=100, verbose_name=_("assistant"), help_text=_("The id of the registered assistant.")
+    )
+    title = models.CharField(max_length=200, blank=True, verbose_name=_("title"))
+    status = models.CharField(
+        max_length=20,
+        choices=Status.choices,
+        default=Status.IDLE,
+        verbose_name=_("status"),
+        help_text=_("Whether a turn is running, waiting for a staff decision, or failed."),
+    )
+    error = models.TextField(blank=True, verbose_name=_("error"), help_text=_("Why the last turn failed."))
+    state = models.JSONField(
+        default=dict,
+        blank=True,
+        verbose_name=_("state"),
+        help_text=_("Loop state kept between turns, such as the tools found by tool search."),
+    )
+    prompt_tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("prompt tokens"))
+    completion_tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("completion tokens"))
+    total_tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("total tokens"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
+
+    class Meta:
+        ordering = ["-updated_at"]
+        verbose_name = _("conversation")
+        verbose_name_plural = _("conversations")
+        indexes = [models.Index(fields=["user", "-updated_at"], name="toolcalling_conv_user_idx")]
+
+    def __str__(self) -> str:
+        return self.title or f"{self.assistant_id} conversation {str(self.id)[:8]}"
+
+
+class Message(models.Model):
+    """One message of the history sent to the model, in order."""
+
+    class Role(models.TextChoices):
+        SYSTEM = "system", _("System")
+        USER = "user", _("User")
+        ASSISTANT = "assistant", _("Assistant")
+        TOOL = "tool", _("Tool")
+
+    id = models.BigAutoField(primary_key=True)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages", verbose_name=_("conversation")
+    )
+    role = models.CharField(max_length=20, choices=Role.choices, verbose_name=_("role"))
+    content = models.TextField(blank=True, verbose_name=_("content"))
+    tool_call_id = models.CharField(
+        max_length=100,
+        blank=True,
+        verbose_name=_("tool call id"),
+        help_text=_("On tool messages: the model's id of the call this message answers."),
+    )
+    data = models.JSONField(
+        null=True,
+        blank=True,
+        verbose_name=_("data"),
+        help_text=_("Structured output parsed from an assistant answer, when an output type was asked for."),
+    )
+    model = models.CharField(max_length=200, blank=True, verbose_name=_("model"))
+    prompt_tokens = models.PositiveIntegerField(default=0, verbose_name=_("prompt tokens"))
+    completion_tokens = models.PositiveIntegerField(default=0, verbose_name=_("completion tokens"))
+    total_tokens = models.PositiveIntegerField(default=0, verbose_name=_("total tokens"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+
+    class Meta:
+        ordering = ["conversation", "id"]
+        verbose_name = _("message")
+        verbose_name_plural = _("messages")
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:60]}"
+
+
+class ToolCall(models.Model):
+    """A call the model asked for, with its arguments, its decision (when gated) and its outcome."""
+
+    class Status(models.TextChoices):
+        AWAITING_APPROVAL = "awaiting_approval", _("Awaiting approval")
+        APPROVED = "approved", _("Approved")
+        REJECTED = "rejected", _("Rejected")
+        RUNNING = "running", _("Running")
+        SUCCEEDED = "succeeded", _("Succeeded")
+        FAILED = "failed", _("Failed")
+        CANCELLED = "cancelled", _("Cancelled")
+        EXPIRED = "expired", _("Expired")
+
+    FINAL_STATUSES = (Status.REJECTED, Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, Status.EXPIRED)
+
+    id = models.BigAutoField(primary_key=True)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="tool_calls", verbose_name=_("conversation")
+    )
+    message = models.ForeignKey(
+        Message,
+        on_delete=models.CASCADE,
+        related_name="tool_calls",
+        verbose_name=_("message"),
+        help_text=_("The assistant message that asked for this call."),
+    )
+    index = models.PositiveSmallIntegerField(
+        default=0, verbose_name=_("index"), help_text=_("Position among the calls of one answer.")
+    )
+    call_id = models.CharField(max_length=100, verbose_name=_("call id"), help_text=_("The model's id."))
+    name = models.CharField(max_length=64, verbose_name=_("name"), help_text=_("The tool's name."))
+    arguments = models.JSONField(
+        default=dict,
+        blank=True,
+        verbose_name=_("arguments"),
+        help_text=_("The arguments as the model sent them (or as an approver edited them)."),
+    )
+    raw_arguments = models.TextField(
+        blank=True, verbose_name=_("raw arguments"), help_text=_("The model's argument text, kept verbatim.")
+    )
+    extras = models.JSONField(
+        default=dict,
+        blank=True,
+        verbose_name=_("extras"),
+        help_text=_("Extra fields the assistant asked the model to fill, removed before the tool ran."),
+    )
+    status = models.CharField(
+        max_length=20, choices=Status.choices, verbose_name=_("status"), help_text=_("Where the call stands.")
+    )
+    result = models.TextField(blank=True, verbose_name=_("result"), help_text=_("What the model was told."))
+    error = models.TextField(blank=True, verbose_name=_("error"))
+    requires_approval = models.BooleanField(default=False, verbose_name=_("requires approval"))
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("decided by"),
+    )
+    decided_at = models.DateTimeField(null=True, blank=True, verbose_name=_("decided at"))
+    decision_reason = models.TextField(blank=True, verbose_name=_("decision reason"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
+    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
+    duration_ms = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("duration (ms)"))
+
+    class Meta:
+        ordering = ["message_id", "index"]
+        verbose_name = _("tool call")
+        verbose_name_plural = _("tool calls")
+        permissions = [("approve_toolcall", _("Can approve or reject tool calls"))]
+        indexes = [
+            models.Index(fields=["status", "created_at"], name="toolcalling_call_status_idx"),
+            models.Index(fields=["name", "status"], name="toolcalling_call_name_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_status_display()})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in self.FINAL_STATUSES
+
+    def as_openai(self) -> dict[str, Any]:
+        """This call as it appears in an assistant message sent to the model."""
+        return {
+            "id": self.call_id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.raw_arguments or "{}"},
+        }

@@ -1,0 +1,16 @@
+"""Django signals around the loop, so a site can log, meter or notify in a few lines."""
+
+from django.dispatch import Signal
+
+# sender: the Assistant class. kwargs: turn, request (ModelRequest) / reply (ModelReply).
+model_call_started = Signal()
+model_call_finished = Signal()
+# sender: the Assistant class. kwargs: turn, tool_call.
+tool_call_started = Signal()
+tool_call_finished = Signal()
+# Approval. sender: ToolCall. kwargs: tool_call (and user, the approver, where a person decided).
+approval_requested = Signal()
+tool_call_approved = Signal()
+tool_call_rejected = Signal()
+# sender: the Assistant class. kwargs: turn, messages.
+turn_finished = Signal()

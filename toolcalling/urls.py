@@ -1,0 +1,18 @@
+"""URLs of the REST API; include them with ``path("api/toolcalling/", include("toolcalling.urls"))``."""
+
+from django.urls import include, path
+from rest_framework.routers import SimpleRouter
+
+from . import views
+
+app_name = "toolcalling"
+
+router = SimpleRouter()
+router.register("conversations", views.ConversationViewSet, basename="conversation")
+router.register("tool-calls", views.ToolCallViewSet, basename="toolcall")
+
+urlpatterns = [
+    path("assistants/", views.AssistantListView.as_view(), name="assistant-list"),
+    path("conversations/<uuid:pk>/messages/", views.MessageListView.as_view(), name="conversation-messages"),
+    path("", include(router.urls)),
+]

@@ -1,0 +1,152 @@
+"""REST endpoints: assistants, conversations, their messages (a POST runs a turn) and tool calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+from django.shortcuts import get_object_or_404
+from rest_framework import generics, mixins, status, viewsets
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .assistant import Assistant
+from .exceptions import ConversationBusy, ModelError, NotRegistered, TurnError
+from .loop import Turn
+from .models import Conversation, Message, ToolCall
+from .permissions import can_approve
+from .registry import assistants
+from .serializers import (
+    ApprovalToolCallSerializer,
+    ConversationSerializer,
+    MessageInputSerializer,
+    MessageSerializer,
+    ToolCallSerializer,
+)
+
+
+class AssistantListView(APIView):
+    """The assistants this user may talk to."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get(self, request: Request) -> Response:
+        items = []
+        for assistant_cls in assistants.all():
+            assistant = assistant_cls()
+            if assistant.has_permission(request.user):
+                items.append({"id": assistant.id, "name": assistant.name, "description": assistant.description})
+        return Response(items)
+
+
+class ConversationViewSet(
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """The user's own conversations; another user's conversation is a 404."""
+
+    serializer_class = ConversationSerializer
+    permission_classes = [IsAuthenticated]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self) -> QuerySet[Conversation]:
+        return Conversation.objects.filter(user=self.request.user)
+
+    def perform_create(self, serializer: ConversationSerializer) -> None:
+        serializer.save(user=self.request.user)
+
+
+def own_conversation(request: Request, pk: Any) -> Conversation:
+    return get_object_or_404(Conversation.objects.select_related("user"), pk=pk, user=request.user)
+
+
+def messages_queryset(conversation: Conversation) -> QuerySet[Message]:
+    return conversation.messages.order_by("id").prefetch_related(
+        Prefetch("tool_calls", queryset=ToolCall.objects.order_by("index"))
+    )
+
+
+class MessageListView(generics.GenericAPIView):
+    """``GET`` the history; ``POST {"content": ...}`` runs a turn and answers with the new messages."""
+
+    permission_classes = [IsAuthenticated]
+    serializer_class = MessageSerializer
+    pagination_class = None
+
+    def get(self, request: Request, pk: Any) -> Response:
+        conversation = own_conversation(request, pk)
+        return Response(MessageSerializer(messages_queryset(conversation), many=True).data)
+
+    def post(self, request: Request, pk: Any) -> Response:
+        conversation = own_conversation(request, pk)
+        data = MessageInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            assistant = Assistant.get(conversation.assistant_id)
+        except NotRegistered:
+            return Response(
+                {"detail": f"The assistant {conversation.assistant_id!r} of this conversation no longer exists."},
+                status=status.HTTP_409_CONFLICT,
+            )
+        if not assistant.has_permission(request.user):
+            return Response({"detail": "You may not use this assistant."}, status=status.HTTP_403_FORBIDDEN)
+        turn = Turn(assistant, conversation, user=request.user)
+        try:
+            messages = turn.run(data.validated_data["content"])
+        except ConversationBusy as exc:
+            return Response(
+                {"detail": str(exc), "status": conversation.status, "code": "conversation_busy"},
+                status=status.HTTP_409_CONFLICT,
+            )
+        except TurnError as exc:
+            return Response(
+                {
+                    "detail": str(exc),
+                    "code": exc.code,
+                    "status": conversation.status,
+                    "messages": MessageSerializer(turn.new_messages, many=True).data,
+                },
+                status=status.HTTP_502_BAD_GATEWAY if isinstance(exc, ModelError) else 500,
+            )
+        return Response(
+            {
+                "status": conversation.status,
+                "messages": MessageSerializer(messages, many=True).data,
+                "awaiting_approval": ToolCallSerializer(
+                    [c for m in messages for c in m.tool_calls.all() if c.status == ToolCall.Status.AWAITING_APPROVAL],
+                    many=True,
+                ).data,
+            },
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class ToolCallViewSet(viewsets.ReadOnlyModelViewSet):
+    """Tool calls, filtered by ``?status=``: approvers see all, others their own."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get_serializer_class(self) -> type[ToolCallSerializer]:
+        return ApprovalToolCallSerializer if can_approve(self.request.user) else ToolCallSerializer
+
+    def get_queryset(self) -> QuerySet[ToolCall]:
+        queryset = ToolCall.objects.select_related("conversation__user").order_by("-created_at", "-id")
+        if not can_approve(self.request.user):
+            queryset = queryset.filter(conversation__user=self.request.user)
+        wanted = self.request.query_params.get("status")
+        if wanted:
+            valid = {choice for choice, _ in ToolCall.Status.choices}
+            statuses = [s for s in wanted.split(",") if s]
+            unknown = [s for s in statuses if s not in valid]
+            if unknown:
+                from rest_framework.exceptions import ValidationError
+
+                raise ValidationError({"status": f"Unknown status {', '.join(unknown)}; one of {', '.join(valid)}."})
+            queryset = queryset.filter(status__in=statuses)
+        return queryset
