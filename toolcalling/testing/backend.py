@@ -1,0 +1,220 @@
+"""Transport-independent handler that answers OpenAI Chat Completions requests from a responder."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol
+
+from .rules import validate_chat_request
+from .scripted import Reply, estimate_usage
+
+__all__ = ["ChatBackend", "Responder", "HandlerResult", "split_text"]
+
+HandlerResult = tuple[int, dict[str, str], bytes | Iterator[bytes]]
+
+JSON_HEADERS = {"content-type": "application/json"}
+SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
+
+BAD_JSON_MESSAGE = (
+    "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your "
+    "HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"
+)
+NO_KEY_MESSAGE = (
+    "You didn't provide an API key. You need to provide your API key in an Authorization header using "
+    "Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+)
+
+# Small pieces make the client's delta-reassembly code do real work, as with a real model.
+CONTENT_PIECE = 4
+ARGUMENTS_PIECE = 5
+
+
+class Responder(Protocol):
+    """Anything that turns a validated request body into a Reply."""
+
+    def __call__(self, body: dict[str, Any]) -> Reply: ...
+
+
+def split_text(text: str, size: int) -> list[str]:
+    """Cut text into pieces of at most ``size`` characters, always at least two for non-trivial text."""
+    if len(text) <= 1:
+        return [text] if text else []
+    size = max(1, min(size, (len(text) + 1) // 2))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _dumps(payload: Any) -> bytes:
+    return json.dumps(payload, separators=(",", ":")).encode()
+
+
+def _error(status: int, message: str, kind: str = "invalid_request_error", code: str | None = None) -> HandlerResult:
+    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return status, dict(JSON_HEADERS), _dumps(body)
+
+
+class ChatBackend:
+    """Serves ``/v1/chat/completions`` and ``/v1/models`` the way the OpenAI API does."""
+
+    def __init__(self, responder: Responder, *, model_name: str | None = None, require_auth: bool = True) -> None:
+        self.responder = responder
+        self.model_name = model_name or getattr(responder, "model_name", None) or "scripted-model"
+        self.require_auth = require_auth
+
+    def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> HandlerResult:
+        """Answer one HTTP request; the body is bytes, or an iterator of SSE bytes when streaming."""
+        lowered = {key.lower(): value for key, value in headers.items()}
+        route = path.split("?", 1)[0].rstrip("/")
+        if route.startswith("/v1/"):
+            route = route[3:]
+        method = method.upper()
+
+        if self.require_auth and not self._authorised(lowered):
+            return _error(401, NO_KEY_MESSAGE)
+        if route == "/chat/completions" and method == "POST":
+            return self._chat(body)
+        if route == "/models" and method == "GET":
+            return 200, dict(JSON_HEADERS), _dumps({"object": "list", "data": [self._model_entry()]})
+        if route == f"/models/{self.model_name}" and method == "GET":
+            return 200, dict(JSON_HEADERS), _dumps(self._model_entry())
+        return _error(404, f"Invalid URL ({method} {path.split('?', 1)[0]})")
+
+    @staticmethod
+    def _authorised(headers: Mapping[str, str]) -> bool:
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and bool(token.strip())
+
+    def _model_entry(self) -> dict[str, Any]:
+        return {"id": self.model_name, "object": "model", "created": 0, "owned_by": "toolcalling"}
+
+    def _chat(self, raw: bytes) -> HandlerResult:
+        try:
+            body = json.loads(raw.decode("utf-8")) if raw else None
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return _error(400, BAD_JSON_MESSAGE)
+        errors = validate_chat_request(body)
+        if errors:
+            on_rejected: Callable[[Any, list[str]], None] | None = getattr(self.responder, "on_rejected", None)
+            if on_rejected is not None:
+                on_rejected(body, errors)
+            return _error(400, "; ".join(errors))
+        assert isinstance(body, dict)  # guaranteed by validation; narrows the type
+
+        try:
+            reply = self.responder(body)
+        except Exception as exc:  # a broken responder must fail the test loudly, not hang it
+            return _error(500, f"Responder raised {type(exc).__name__}: {exc}", "server_error")
+        if reply.is_error:
+            return reply.status, {**JSON_HEADERS, **reply.headers}, _dumps(reply.error_body())
+
+        for call in reply.tool_calls:
+            if call.id is None:
+                # Responders normally number their own calls; this only covers hand-built replies.
+                call.id = f"call_{uuid.uuid4().hex[:24]}"
+        completion_id = f"chatcmpl-{uuid.uuid4().hex[:29]}"
+        created = int(time.time())
+        usage = estimate_usage(body, reply)
+        usage_json = {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": (usage.prompt_tokens or 0) + (usage.completion_tokens or 0),
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": 0,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
+        }
+        finish_reason = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+        headers = {**JSON_HEADERS, **reply.headers}
+        if body.get("stream") is True:
+            options = body.get("stream_options") or {}
+            chunks = self._stream(
+                reply,
+                completion_id=completion_id,
+                created=created,
+                model=body["model"],
+                finish_reason=finish_reason,
+                usage=usage_json if options.get("include_usage") else None,
+            )
+            return 200, {**SSE_HEADERS, **reply.headers}, chunks
+
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": reply.content,
+            "refusal": None,
+            "annotations": [],
+        }
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+                for call in reply.tool_calls
+            ]
+        completion = {
+            "id": completion_id,
+            "object": "chat.completion",
+            "created": created,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}],
+            "usage": usage_json,
+            "service_tier": "default",
+            "system_fingerprint": None,
+        }
+        return 200, headers, _dumps(completion)
+
+    @staticmethod
+    def _stream(
+        reply: Reply,
+        *,
+        completion_id: str,
+        created: int,
+        model: str,
+        finish_reason: str,
+        usage: dict[str, Any] | None,
+    ) -> Iterator[bytes]:
+        """Yield SSE events shaped like the API's ``chat.completion.chunk`` stream."""
+        include_usage = usage is not None
+
+        def chunk(delta: dict[str, Any] | None, finish: str | None = None) -> bytes:
+            payload: dict[str, Any] = {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "service_tier": "default",
+                "system_fingerprint": None,
+                "choices": []
+                if delta is None
+                else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+            }
+            # With include_usage the API sends "usage": null on every chunk but the last.
+            if include_usage:
+                payload["usage"] = usage if delta is None else None
+            return b"data: " + _dumps(payload) + b"\n\n"
+
+        has_content = reply.content is not None
+        yield chunk({"role": "assistant", "content": "" if has_content else None, "refusal": None})
+        for piece in split_text(reply.content or "", CONTENT_PIECE):
+            yield chunk({"content": piece})
+        for index, call in enumerate(reply.tool_calls):
+            yield chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
+            for piece in split_text(call.arguments, ARGUMENTS_PIECE):
+                yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+        yield chunk({}, finish_reason)
+        if include_usage:
+            yield chunk(None)
+        yield b"data: [DONE]\n\n"
