@@ -14,8 +14,10 @@ class SimpleToolcallingConfig(AppConfig):
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
         from .client import connect_signals
+        from .events import connect_signals as connect_event_signals
 
         connect_signals()
+        connect_event_signals()
 
 
 class ToolcallingConfig(SimpleToolcallingConfig):

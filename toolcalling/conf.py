@@ -37,6 +37,10 @@ DEFAULTS: dict[str, Any] = {
     "LOG_PAYLOADS": False,  # put tool arguments and results in logs and spans
     # Events (streaming, background turns).
     "EVENTS_REDIS_URL": None,  # None: env REDIS_URL; unset: events stay in this process
+    "EVENTS_MAX_LEN": 2000,  # events kept per conversation for readers that resume
+    "EVENTS_TTL": 7 * 24 * 60 * 60,  # seconds a conversation's events are kept in Redis after the last one
+    "EVENTS_KEEPALIVE": 15.0,  # seconds between keepalive comments on a quiet stream
+    "EVENTS_IDLE_TIMEOUT": 120.0,  # seconds without an event before GET .../events/ closes
 }
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -73,7 +77,14 @@ class ToolcallingSettings:
                 raise ImproperlyConfigured(
                     f"TOOLCALLING[{key!r}] must be one of {', '.join(map(repr, allowed))}, not {user_settings[key]!r}."
                 )
-        for key in ("MAX_CALLS_PER_TOOL", "MAX_TOTAL_TOOL_CALLS", "MAX_MODEL_CALLS", "MAX_MESSAGE_LENGTH"):
+        for key in (
+            "MAX_CALLS_PER_TOOL",
+            "MAX_TOTAL_TOOL_CALLS",
+            "MAX_MODEL_CALLS",
+            "MAX_MESSAGE_LENGTH",
+            "EVENTS_MAX_LEN",
+            "EVENTS_TTL",
+        ):
             value = user_settings.get(key, DEFAULTS[key])
             if not isinstance(value, int) or value < 1:
                 raise ImproperlyConfigured(f"TOOLCALLING[{key!r}] must be a positive integer, not {value!r}.")

@@ -11,7 +11,7 @@ from typing import Any
 from django.utils import timezone
 from pydantic import BaseModel
 
-from . import signals, storage
+from . import events, signals, storage
 from .assistant import Assistant
 from .client import ModelClient, ModelReply, get_client
 from .conf import toolcalling_settings
@@ -66,9 +66,14 @@ class Turn:
 
     # Running a turn -------------------------------------------------------------------------------
 
-    def run(self, content: str | None = None) -> list[Message]:
-        """Run the turn to its end and return the messages it added."""
-        self.claim(continuing=content is None)
+    def run(self, content: str | None = None, *, claimed: bool = False) -> list[Message]:
+        """Run the turn to its end and return the messages it added.
+
+        ``claimed=True``: the caller already called ``claim()`` (to answer "busy" before handing the
+        turn to a thread or a worker).
+        """
+        if not claimed:
+            self.claim(continuing=content is None)
         try:
             self.start(content)
             while self.conversation.status == Conversation.Status.RUNNING:
@@ -250,6 +255,8 @@ class Turn:
     # Events -----------------------------------------------------------------------------------------
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
+        """Publish on the conversation's event stream (see ``events``), then tell the listeners."""
+        events.publish(self.conversation.pk, event, data)
         for listener in self.listeners:
             listener(event, data)
 
@@ -293,7 +300,7 @@ class Turn:
     def _added(self, message: Message) -> None:
         self.new_messages.append(message)
         self.history.extend(storage.to_openai([message]))
-        self.emit("message", {"id": message.pk, "role": message.role})
+        self.emit("message", events.describe_message(message))
 
     @staticmethod
     def _call_info(call: ToolCall) -> dict[str, Any]:

@@ -95,6 +95,7 @@ class ConversationSerializer(serializers.ModelSerializer):
 
 class MessageInputSerializer(serializers.Serializer):
     content = serializers.CharField(trim_whitespace=True, allow_blank=False)
+    background = serializers.BooleanField(default=False, help_text="Run the turn on a Celery worker; answer 202.")
 
     def validate_content(self, value: str) -> str:
         limit = toolcalling_settings.MAX_MESSAGE_LENGTH

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
+from django.http import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from rest_framework import generics, mixins, status, viewsets
 from rest_framework.permissions import IsAuthenticated
@@ -25,6 +26,7 @@ from .serializers import (
     MessageSerializer,
     ToolCallSerializer,
 )
+from .streaming import EventStreamMixin, accepts_event_stream, start_background_turn, stream_turn
 
 
 class AssistantListView(APIView):
@@ -72,8 +74,12 @@ def messages_queryset(conversation: Conversation) -> QuerySet[Message]:
     )
 
 
-class MessageListView(generics.GenericAPIView):
-    """``GET`` the history; ``POST {"content": ...}`` runs a turn and answers with the new messages."""
+class MessageListView(EventStreamMixin, generics.GenericAPIView):
+    """``GET`` the history; ``POST {"content": ...}`` runs a turn and answers with the new messages.
+
+    With ``Accept: text/event-stream`` the turn is streamed as server-sent events; with
+    ``"background": true`` it runs on a Celery worker and the answer is 202 (see ``streaming``).
+    """
 
     permission_classes = [IsAuthenticated]
     serializer_class = MessageSerializer
@@ -83,7 +89,7 @@ class MessageListView(generics.GenericAPIView):
         conversation = own_conversation(request, pk)
         return Response(MessageSerializer(messages_queryset(conversation), many=True).data)
 
-    def post(self, request: Request, pk: Any) -> Response:
+    def post(self, request: Request, pk: Any) -> HttpResponseBase:
         conversation = own_conversation(request, pk)
         data = MessageInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -97,8 +103,13 @@ class MessageListView(generics.GenericAPIView):
         if not assistant.has_permission(request.user):
             return Response({"detail": "You may not use this assistant."}, status=status.HTTP_403_FORBIDDEN)
         turn = Turn(assistant, conversation, user=request.user)
+        content = data.validated_data["content"]
         try:
-            messages = turn.run(data.validated_data["content"])
+            if data.validated_data["background"]:
+                return start_background_turn(request, turn, content)
+            if accepts_event_stream(request):
+                return stream_turn(request, turn, content)
+            messages = turn.run(content)
         except ConversationBusy as exc:
             return Response(
                 {"detail": str(exc), "status": conversation.status, "code": "conversation_busy"},

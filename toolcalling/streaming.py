@@ -1,0 +1,149 @@
+"""Streamed and background turns over HTTP, and ``GET conversations/{id}/events/``.
+
+A streamed turn runs in its own thread and publishes to the conversation's event stream; the response
+reads that stream back. So the POST answer, the events endpoint and a later reconnect all carry the
+same numbered events, and a client that hangs up mid-answer resumes from its last event id.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from typing import Any
+
+from django.core.handlers.asgi import ASGIRequest
+from django.db import connections
+from django.http import HttpResponseBase
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from . import events, sse, storage
+from .exceptions import TurnError
+from .loop import Turn
+from .models import Conversation
+
+logger = logging.getLogger("toolcalling")
+
+
+def accepts_event_stream(request: Request) -> bool:
+    return sse.MEDIA_TYPE in request.META.get("HTTP_ACCEPT", "")
+
+
+def is_asgi(request: Request) -> bool:
+    return isinstance(getattr(request, "_request", request), ASGIRequest)
+
+
+class EventStreamMixin:
+    """Lets a DRF view answer ``Accept: text/event-stream``: the stream itself is a plain Django
+    response, and every other answer (validation errors, 404, 409) stays JSON."""
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> tuple[BaseRenderer, str]:
+        if accepts_event_stream(request):
+            renderer = JSONRenderer()
+            return renderer, renderer.media_type
+        return super().perform_content_negotiation(request, force)  # type: ignore[misc]
+
+
+def stream_turn(request: Request, turn: Turn, content: str) -> HttpResponseBase:
+    """Claim the conversation (``ConversationBusy`` propagates: the caller answers 409), run the turn
+    in a thread, and stream its events until ``turn_end``."""
+    turn.stream = True
+    turn.claim()
+    conversation_id = turn.conversation.pk
+    after = events.last_seq(conversation_id)
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            turn.run(content, claimed=True)
+        except TurnError as exc:
+            # Stored as the conversation's error and published as an ``error`` event by the turn.
+            logger.info("streamed turn of %s failed: %s", conversation_id, exc)
+        except Exception:
+            logger.exception("streamed turn of %s stopped on an internal error", conversation_id)
+        finally:
+            done.set()
+            connections.close_all()  # this thread's connections only
+
+    # Not a daemon: a turn whose reader hung up still finishes and is stored.
+    threading.Thread(target=work, name=f"toolcalling-turn-{conversation_id}").start()
+    lines = sse.follow(
+        conversation_id, after, until=lambda e: e.type == "turn_end", idle_timeout=math.inf, finished=done.is_set
+    )
+    return sse.response(lines, asgi=is_asgi(request))
+
+
+def start_background_turn(request: Request, turn: Turn, content: str) -> Response:
+    """Claim the conversation and hand the turn to a Celery worker; answer 202 with where to follow it."""
+    from .tasks import run_turn
+
+    conversation = turn.conversation
+    turn.claim()
+    after = events.last_seq(conversation.pk)
+    try:
+        run_turn.delay(str(conversation.pk), content)
+    except Exception:
+        logger.exception("could not run the turn of %s in the background", conversation.pk)
+        conversation.refresh_from_db(fields=["status", "error"])
+        if conversation.status == Conversation.Status.RUNNING:  # never started: release the claim
+            storage.set_status(conversation, Conversation.Status.IDLE)
+            return Response(
+                {"detail": "The turn could not be queued; try again.", "code": "queue_unavailable"},
+                status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            )
+    conversation.refresh_from_db(fields=["status", "error"])
+    url = reverse("toolcalling:conversation-events", kwargs={"pk": conversation.pk})
+    return Response(
+        {"status": conversation.status, "events": f"{request.build_absolute_uri(url)}?after={after}", "after": after},
+        status=status.HTTP_202_ACCEPTED,
+    )
+
+
+def run_background_turn(conversation_id: str, content: str) -> None:
+    """The body of the ``run_turn`` task: run a turn the web request already claimed."""
+    from .assistant import Assistant
+
+    conversation = Conversation.objects.select_related("user").get(pk=conversation_id)
+    if conversation.status != Conversation.Status.RUNNING:
+        logger.warning("background turn of %s not run: the conversation is %s", conversation_id, conversation.status)
+        return
+    turn = Turn(Assistant.get(conversation.assistant_id), conversation, stream=True)
+    try:
+        turn.run(content, claimed=True)
+    except TurnError as exc:
+        logger.info("background turn of %s failed: %s", conversation_id, exc)
+
+
+class ConversationEventsView(EventStreamMixin, APIView):
+    """``GET conversations/{id}/events/``: the conversation's events as SSE, from ``Last-Event-ID`` or
+    ``?after=`` (default: only new events); closes after ``EVENTS_IDLE_TIMEOUT`` without an event."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get(self, request: Request, pk: Any) -> HttpResponseBase:
+        conversation = get_object_or_404(Conversation, pk=pk, user=request.user)
+        requested = self.requested_after(request)
+        after = sse.resume_point(conversation.pk, requested)
+        return sse.response(sse.follow(conversation.pk, after), asgi=is_asgi(request))
+
+    @staticmethod
+    def requested_after(request: Request) -> int | None:
+        # The header wins: a reconnecting EventSource sends it and keeps the URL it first opened.
+        raw = request.META.get("HTTP_LAST_EVENT_ID") or request.query_params.get("after")
+        if raw is None or raw == "":
+            return None
+        try:
+            value = int(raw)
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise ValidationError({"after": f"Expected an event id (a whole number, 0 or more), not {raw!r}."})
+        return value
