@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
@@ -103,9 +104,8 @@ class ToolCallAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("conversation"))
     def conversation_link(self, obj: ToolCall) -> str:
-        return format_html(
-            "<a href='../conversation/{}/change/'>{}</a>", obj.conversation_id, str(obj.conversation)[:40]
-        )
+        url = reverse(f"{self.admin_site.name}:toolcalling_conversation_change", args=[obj.conversation_id])
+        return format_html("<a href='{}'>{}</a>", url, str(obj.conversation)[:40])
 
     @admin.display(description=_("arguments"))
     def arguments_display(self, obj: ToolCall) -> str:

@@ -57,7 +57,13 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
 
 
 def add_message(conversation: Conversation, role: str, content: str, **fields: Any) -> Message:
-    return Message.objects.create(conversation=conversation, role=role, content=content, **fields)
+    return _without_calls(Message.objects.create(conversation=conversation, role=role, content=content, **fields))
+
+
+def _without_calls(message: Message) -> Message:
+    """Mark a new message as having no tool calls, so reading them later costs no query."""
+    message._prefetched_objects_cache = {"tool_calls": ToolCall.objects.none()}  # type: ignore[attr-defined]
+    return message
 
 
 def add_reply(conversation: Conversation, reply: ModelReply) -> tuple[Message, list[ToolCall]]:
@@ -128,12 +134,13 @@ def answer_call(call: ToolCall, *, status: str, result: str, error: str = "") ->
                 "started_at",
             ]
         )
-        return Message.objects.create(
+        message = Message.objects.create(
             conversation_id=call.conversation_id,
             role=Message.Role.TOOL,
             content=result,
             tool_call_id=call.call_id,
         )
+    return _without_calls(message)
 
 
 def close_open_calls(conversation: Conversation, reason: str) -> list[Message]:
