@@ -113,7 +113,7 @@ class Turn:
         """Store the user's message (if any) and load the history the model will see."""
         conv = self.conversation
         if content is not None:
-            self.new_messages.append(storage.add_message(conv, Message.Role.USER, content))
+            self._added(storage.add_message(conv, Message.Role.USER, content))  # also tells the listeners
             if not conv.title:
                 conv.title = " ".join(content.split())[:80]
                 conv.save(update_fields=["title"])

@@ -1,0 +1,79 @@
+"""Reading server-sent events from a live server with a real HTTP client, as a browser would."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+
+AUTH = ("alice", "pw")
+SSE = {"Accept": "text/event-stream"}
+
+
+@dataclass
+class SSEEvent:
+    id: str | None
+    type: str
+    data: dict[str, Any]
+
+
+@dataclass
+class Stream:
+    """What one SSE response carried: its events, its comments and the ``id`` lines without data."""
+
+    events: list[SSEEvent] = field(default_factory=list)
+    comments: list[str] = field(default_factory=list)
+    bare_ids: list[str] = field(default_factory=list)
+
+    def of(self, type: str) -> list[SSEEvent]:
+        return [e for e in self.events if e.type == type]
+
+    @property
+    def types(self) -> list[str]:
+        return [e.type for e in self.events]
+
+
+def parse(lines: Iterator[str], stream: Stream, stop: Any = None) -> Stream:
+    """Parse SSE lines into ``stream`` (in place, so a caller keeps what arrived before an error)."""
+    fields: dict[str, str] = {}
+    for line in lines:
+        if line == "":
+            if "data" in fields:
+                event = SSEEvent(fields.get("id"), fields.get("event", "message"), json.loads(fields["data"]))
+                stream.events.append(event)
+                if stop is not None and stop(event):
+                    return stream
+            elif "id" in fields:
+                stream.bare_ids.append(fields["id"])
+            fields = {}
+        elif line.startswith(":"):
+            stream.comments.append(line[1:].strip())
+        else:
+            name, _, value = line.partition(":")
+            fields[name] = value.removeprefix(" ")
+    return stream
+
+
+def read(response: httpx2.Response, stop: Any = None) -> Stream:
+    assert response.headers["content-type"].startswith("text/event-stream"), response.read()
+    return parse(response.iter_lines(), Stream(), stop)
+
+
+def post_streamed(base: str, conversation_id: str, content: str, **body: Any) -> Stream:
+    url = f"{base}/api/toolcalling/conversations/{conversation_id}/messages/"
+    with httpx2.Client(auth=AUTH, timeout=30) as client:
+        with client.stream("POST", url, json={"content": content, **body}, headers=SSE) as response:
+            assert response.status_code == 200, response.read()
+            return read(response)
+
+
+def get_events(base: str, conversation_id: str, *, after: int | None = None, headers: dict | None = None) -> Stream:
+    url = f"{base}/api/toolcalling/conversations/{conversation_id}/events/"
+    params = {} if after is None else {"after": after}
+    with httpx2.Client(auth=AUTH, timeout=30) as client:
+        with client.stream("GET", url, params=params, headers={**SSE, **(headers or {})}) as response:
+            assert response.status_code == 200, response.read()
+            return read(response)
