@@ -1,0 +1,80 @@
+"""Streamed turns and the events endpoint under an ASGI server (uvicorn), read with a real HTTP client."""
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx2
+import pytest
+import uvicorn
+
+from toolcalling.models import Message
+
+from .helpers import AUTH, SSE, get_events, post_streamed, read
+
+
+@pytest.fixture
+def asgi_url(transactional_db) -> Iterator[str]:
+    from tests.asgi import application
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(application, host="127.0.0.1", port=port, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
+
+
+def test_streamed_turn_under_asgi_is_what_is_stored(asgi_url, model, conv):
+    model.call("whoami", {})
+    model.reply("You are alice, of acme.")
+    stream = post_streamed(asgi_url, conv.pk, "Who am I?")
+
+    seqs = [e.data["seq"] for e in stream.events]
+    assert seqs == sorted(set(seqs)) and [e.id for e in stream.events] == [str(s) for s in seqs]
+    assert stream.types[-1] == "turn_end" and stream.events[-1].data["status"] == "idle"
+    stored = list(Message.objects.filter(conversation=conv).order_by("id"))
+    assert [e.data["id"] for e in stream.of("message")] == [m.pk for m in stored]
+    assert "".join(e.data["content"] for e in stream.of("delta")) == stored[-1].content
+    model.assert_done()
+
+
+@pytest.mark.toolcalling(EVENTS_IDLE_TIMEOUT=0.5, EVENTS_KEEPALIVE=0.1)
+def test_events_endpoint_under_asgi_resumes_and_closes_when_idle(asgi_url, model, conv):
+    model.reply("Hello there, alice.")
+    streamed = post_streamed(asgi_url, conv.pk, "hi")
+    replay = get_events(asgi_url, conv.pk, headers={"Last-Event-ID": "1"})
+    assert [e.data for e in replay.events] == [e.data for e in streamed.events[1:]]
+    assert "keepalive" in replay.comments
+
+
+def test_busy_is_json_under_asgi(asgi_url, model, conv):
+    conv.status = "running"
+    conv.save()
+    url = f"{asgi_url}/api/toolcalling/conversations/{conv.pk}/messages/"
+    with httpx2.Client(auth=AUTH, timeout=10) as client:
+        busy = client.post(url, json={"content": "hi"}, headers=SSE)
+    assert busy.status_code == 409 and busy.json()["code"] == "conversation_busy"
+
+
+@pytest.mark.toolcalling(EVENTS_KEEPALIVE=0.2)
+def test_background_turn_is_accepted_and_followed_under_asgi(asgi_url, model, conv):
+    model.reply("Done in the background.")
+    url = f"{asgi_url}/api/toolcalling/conversations/{conv.pk}/messages/"
+    with httpx2.Client(auth=AUTH, timeout=10) as client:
+        accepted = client.post(url, json={"content": "later", "background": True})
+        assert accepted.status_code == 202, accepted.text
+        body = accepted.json()
+        with client.stream("GET", body["events"], headers=SSE) as response:
+            stream = read(response, stop=lambda e: e.type == "turn_end")
+    assert stream.of("message")[-1].data["content"] == "Done in the background."

@@ -1,0 +1,53 @@
+"""Background turns: 202 at once, the turn on Celery, its events on the conversation's stream."""
+
+import pytest
+
+from tests.celery_app import app as celery_app
+from toolcalling.models import Conversation, Message
+
+from .helpers import get_events
+
+URL = "/api/toolcalling/conversations/{}/messages/"
+
+
+@pytest.mark.toolcalling(EVENTS_IDLE_TIMEOUT=0.3)
+def test_background_turn_answers_202_and_its_events_follow(live_server, model, conv, api):
+    model.call("add", {"a": 20, "b": 22})
+    model.reply("It is forty-two.")
+    accepted = api.post(URL.format(conv.pk), {"content": "20 + 22?", "background": True}, format="json")
+    assert accepted.status_code == 202, accepted.content
+    body = accepted.json()
+    assert body["events"].endswith(f"/api/toolcalling/conversations/{conv.pk}/events/?after={body['after']}")
+
+    stream = get_events(live_server.url, conv.pk, after=body["after"])
+    assert stream.types[0] == "message" and stream.types[-1] == "turn_end"
+    stored = list(Message.objects.filter(conversation=conv).order_by("id"))
+    assert [e.data["id"] for e in stream.of("message")] == [m.pk for m in stored]
+    assert "".join(e.data["content"] for e in stream.of("delta")) == stored[-1].content == "It is forty-two."
+    model.assert_done()
+
+
+def test_background_turn_is_refused_while_busy(model, conv, api):
+    Conversation.objects.filter(pk=conv.pk).update(status="running")
+    busy = api.post(URL.format(conv.pk), {"content": "hi", "background": True}, format="json")
+    assert busy.status_code == 409 and busy.json()["code"] == "conversation_busy"
+
+
+def test_an_unreachable_broker_releases_the_conversation(model, conv, api):
+    keys = ("task_always_eager", "broker_url", "broker_transport_options")
+    saved = {key: celery_app.conf[key] for key in keys}
+    # Nothing listens on port 9: publishing the task fails at once.
+    celery_app.conf.update(
+        task_always_eager=False, broker_url="redis://127.0.0.1:9/0", broker_transport_options={"max_retries": 0}
+    )
+    try:
+        response = api.post(URL.format(conv.pk), {"content": "hi", "background": True}, format="json")
+    finally:
+        celery_app.conf.update(saved)
+    assert response.status_code == 503 and response.json()["code"] == "queue_unavailable"
+    conv.refresh_from_db()
+    assert conv.status == "idle"
+    assert not Message.objects.filter(conversation=conv).exists()
+    # The next message works.
+    model.reply("Hello.")
+    assert api.post(URL.format(conv.pk), {"content": "hi"}, format="json").status_code == 201
