@@ -22,7 +22,9 @@ def asgi_url(transactional_db) -> Iterator[str]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = uvicorn.Server(
-        uvicorn.Config(application, host="127.0.0.1", port=port, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+        uvicorn.Config(
+            application, host="127.0.0.1", port=port, log_level="warning", lifespan="off", timeout_graceful_shutdown=2
+        )
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -7,7 +7,7 @@ import pytest
 
 from toolcalling.models import Conversation, Message, ToolCall
 
-from .helpers import AUTH, SSE, Stream, get_events, parse, post_streamed, read
+from .helpers import AUTH, SSE, Stream, get_events, parse, post_streamed
 
 
 def assert_well_formed(stream: Stream) -> None:
