@@ -1,0 +1,138 @@
+"""The Redis event stream: numbering, resume and blocking reads across connections and processes."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+from django.conf import settings
+from django.test import override_settings
+
+from toolcalling import events
+from toolcalling.models import Message
+
+from .helpers import AUTH, SSE, Stream, parse, post_streamed
+
+REDIS_PORT = 6392  # the approval tests use 6391
+REDIS_URL = f"redis://127.0.0.1:{REDIS_PORT}/0"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory) -> Iterator[str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (apt-get install -y redis-server)")
+    import redis
+
+    workdir = tmp_path_factory.mktemp("redis-events")
+    process = subprocess.Popen(
+        [binary, "--port", str(REDIS_PORT), "--bind", "127.0.0.1", "--dir", str(workdir), "--save", ""]
+        + ["--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
+    client = redis.Redis.from_url(REDIS_URL)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            assert process.poll() is None and time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+    client.flushall()
+    try:
+        yield REDIS_URL
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def backend(redis_url: str, max_len: int = 100) -> events.RedisBackend:
+    return events.RedisBackend(redis_url, max_len=max_len, ttl=60)
+
+
+def test_events_are_numbered_per_conversation_and_resumable(redis_url):
+    writer, reader = backend(redis_url), backend(redis_url)  # two connections, as two processes have
+    one, two = str(uuid.uuid4()), str(uuid.uuid4())
+    assert reader.last_seq(one) == 0
+    published = [writer.publish(one, "delta", {"content": str(i)}) for i in range(5)]
+    other = writer.publish(two, "turn_end", {"status": "idle"})
+    assert [e.seq for e in published] == [1, 2, 3, 4, 5] and other.seq == 1
+    assert reader.last_seq(one) == 5
+    assert reader.read(one, 0, 0.01) == published
+    assert reader.read(one, 3, 0.01) == published[3:]
+    assert reader.read(one, 5, 0.01) == []
+
+
+def test_a_blocked_reader_wakes_when_another_connection_publishes(redis_url):
+    conversation = str(uuid.uuid4())
+    got: list[events.Event] = []
+    thread = threading.Thread(target=lambda: got.extend(backend(redis_url).read(conversation, 0, 10)))
+    thread.start()
+    time.sleep(0.05)  # let the reader block first; the assertion does not depend on it
+    backend(redis_url).publish(conversation, "message", {"id": 1, "role": "user", "content": "hi"})
+    thread.join(10)
+    assert [(e.seq, e.type, e.data["content"]) for e in got] == [(1, "message", "hi")]
+
+
+def test_old_events_are_trimmed_but_numbers_go_on(redis_url):
+    writer = backend(redis_url, max_len=10)
+    conversation = str(uuid.uuid4())
+    for i in range(300):
+        writer.publish(conversation, "delta", {"content": str(i)})
+    kept = writer.read(conversation, 0, 0.01)
+    # MAXLEN ~ trims whole nodes only, so somewhat more than ten may stay; the newest always do.
+    assert kept[-1].seq == 300 and len(kept) < 300
+    assert [e.seq for e in kept] == list(range(kept[0].seq, 301))
+
+
+@pytest.fixture
+def redis_events(redis_url, model, monkeypatch) -> Iterator[str]:
+    """This process's events go to Redis, as with ``REDIS_URL`` set on a real site."""
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    with override_settings(TOOLCALLING=dict(settings.TOOLCALLING)):  # re-reads the settings, rebuilds the backend
+        assert isinstance(events.get_backend(), events.RedisBackend)
+        yield redis_url
+
+
+def run_python(code: str, redis_url: str) -> str:
+    """Run ``code`` in a new Python process of the test site (its own Django, its own Redis connection)."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "REDIS_URL": redis_url}
+    prelude = "import django, json; django.setup(); from toolcalling import events; "
+    out = subprocess.run([sys.executable, "-c", prelude + code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_a_streamed_turn_through_redis_is_readable_from_another_process(live_server, conv, redis_events, model):
+    model.reply("Streamed through Redis.")
+    streamed = post_streamed(live_server.url, conv.pk, "hi")
+    stored = Message.objects.filter(conversation=conv).order_by("id").last()
+    assert "".join(e.data["content"] for e in streamed.of("delta")) == stored.content
+
+    out = run_python(f"print(json.dumps([e.as_json() for e in events.read({str(conv.pk)!r}, 0, 1)]))", redis_events)
+    assert json.loads(out) == [e.data for e in streamed.events]
+
+
+def test_an_event_published_by_another_process_reaches_a_waiting_reader(live_server, conv, redis_events):
+    url = f"{live_server.url}/api/toolcalling/conversations/{conv.pk}/events/"
+    with httpx2.Client(auth=AUTH, timeout=30) as client:
+        with client.stream("GET", url, headers=SSE) as response:
+            lines = response.iter_lines()
+            assert next(lines) == "retry: 2000"  # the reader is subscribed once the stream has begun
+            payload = {"id": 7, "name": "delete_everything", "status": "approved"}
+            run_python(f"events.publish({str(conv.pk)!r}, 'tool_call_decided', {payload!r})", redis_events)
+            stream = parse(lines, Stream(), stop=lambda e: True)
+    assert [(e.id, e.type, e.data) for e in stream.events] == [
+        ("1", "tool_call_decided", {"seq": 1, "type": "tool_call_decided", **payload})
+    ]
