@@ -33,6 +33,9 @@ DEFAULTS: dict[str, Any] = {
     "APPROVAL_TIMEOUT": 24 * 60 * 60,  # seconds a call may wait for a decision
     # Tool search.
     "TOOL_SEARCH_THRESHOLD": 30,
+    # Structured output: "json_schema" (response_format with the schema) or "json_object" (the schema in the
+    # instructions, for endpoints without json_schema support).
+    "OUTPUT_MODE": "json_schema",
     # Observability.
     "LOG_PAYLOADS": False,  # put tool arguments and results in logs and spans
     # Events (streaming, background turns).
@@ -42,6 +45,7 @@ DEFAULTS: dict[str, Any] = {
 CHOICES: dict[str, tuple[str, ...]] = {
     "ON_LIMIT_EXCEEDED": ("raise", "return_error"),
     "TOOL_ERRORS": ("return_to_model", "raise"),
+    "OUTPUT_MODE": ("json_schema", "json_object"),
 }
 
 IMPORT_STRINGS = ("HOOKS",)
