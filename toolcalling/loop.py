@@ -164,7 +164,7 @@ class Turn:
             options["response_format"] = self.output.response_format()
         request = ModelRequest(
             model=self.assistant.get_model(),
-            messages=[{"role": "system", "content": instructions}, *self.history],
+            messages=[{"role": "system", "content": instructions}, *memory.trim(self.assistant, self.history)],
             tools=self.offered_tools(),
             options=options,
         )

@@ -40,30 +40,37 @@ def estimate_tokens(items: list[dict[str, Any]]) -> int:
 
 
 def build_history(assistant: Assistant, messages: list[Message]) -> list[dict[str, Any]]:
-    """The Chat Completions messages for this turn under the assistant's memory policy and budget.
+    """The Chat Completions messages for this turn under the assistant's memory policy.
 
-    The current turn (from the last user message on) is always sent complete. Earlier turns are sent
-    whole (``"full"``) or as question and final answer (``"final"``), and the oldest are dropped first
-    while the history is over ``history_max_messages`` or ``history_max_tokens``. Dropping whole turns
-    never separates a tool call from its result, so the history stays one the API accepts.
+    The current turn (from the last user message on) is always complete. Earlier turns are sent whole
+    (``"full"``) or as question and final answer (``"final"``).
     """
     policy = assistant.memory
     if policy not in POLICIES:
         raise ValueError(f"{type(assistant).__qualname__}.memory must be one of {POLICIES}, not {policy!r}.")
     turns = split_turns(messages)
-    if not turns:
-        return []
-    current = to_openai(turns[-1])
-    earlier = [to_openai(final_only(t) if policy == FINAL else t) for t in turns[:-1]]
+    out: list[dict[str, Any]] = []
+    for index, turn in enumerate(turns):
+        is_current = index == len(turns) - 1
+        out += to_openai(final_only(turn) if policy == FINAL and not is_current else turn)
+    return out
+
+
+def trim(assistant: Assistant, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Drop the oldest turns while the history is over ``history_max_messages`` or ``history_max_tokens``.
+
+    Applied before every model call. A turn starts at a user message, and a user message never sits
+    between a tool call and its result, so dropping whole turns keeps a history the API accepts. The
+    last turn is always kept, even when it alone is over the budget.
+    """
     max_messages = assistant.history_max_messages
     max_tokens = assistant.history_max_tokens
-
-    def over(parts: list[list[dict[str, Any]]]) -> bool:
-        flat = [item for part in parts for item in part] + current
-        if max_messages is not None and len(flat) > max_messages:
-            return True
-        return max_tokens is not None and estimate_tokens(flat) > max_tokens
-
-    while earlier and over(earlier):
-        earlier.pop(0)
-    return [item for part in earlier for item in part] + current
+    if max_messages is None and max_tokens is None:
+        return history
+    starts = [i for i, item in enumerate(history) if item["role"] == "user"] or [0]
+    for start in [0, *starts[1:]]:
+        kept = history[start:]
+        too_many = max_messages is not None and len(kept) > max_messages
+        if not (too_many or (max_tokens is not None and estimate_tokens(kept) > max_tokens)):
+            return kept
+    return history[starts[-1] :]
