@@ -1,4 +1,4 @@
-"""Memory policy: full or final earlier turns, and history budgets that drop whole turns, accepted by the strict server."""
+"""Memory policy: full or final earlier turns, and budgets that drop whole turns, accepted by the strict server."""
 
 from toolcalling import Assistant
 
