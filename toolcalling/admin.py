@@ -6,11 +6,15 @@ import json
 from typing import Any
 
 from django.contrib import admin
-from django.http import HttpRequest
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from .models import Conversation, Message, ToolCall
+from .stats import tool_stats
 
 
 def pretty_json(value: Any) -> str:
@@ -113,6 +117,22 @@ class ToolCallAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def get_urls(self) -> list[URLPattern]:
+        stats = path("stats/", self.admin_site.admin_view(self.stats_view), name="toolcalling_toolcall_stats")
+        return [stats, *super().get_urls()]
+
+    def stats_view(self, request: HttpRequest) -> HttpResponse:
+        """Per tool: calls, failures, failure rate and mean duration, from one aggregate query."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("Tool statistics"),
+            "opts": self.model._meta,
+            "rows": tool_stats(),
+        }
+        return TemplateResponse(request, "admin/toolcalling/toolcall/tool_stats.html", context)
 
 
 @admin.register(Message)
