@@ -26,7 +26,7 @@ from .exceptions import (
 )
 from .hooks import EndTurn, ModelRequest
 from .models import Conversation, Message, ToolCall
-from .structured import OutputSpec, OutputValidationError
+from .structured import OutputSpec, check_answer
 from .tool_search import SEARCH_TOOL_NAME, ToolSearch, is_enabled
 
 logger = logging.getLogger("toolcalling")
@@ -92,15 +92,7 @@ class Turn:
     def begin(self, content: str | None = None) -> None:
         """Claim the conversation and start the turn: store the user's message and load the history."""
         self.claim(continuing=content is None)
-        self.span = telemetry.start(
-            f"invoke_agent {self.assistant.id}",
-            {
-                "gen_ai.operation.name": "invoke_agent",
-                "gen_ai.agent.id": self.assistant.id,
-                "gen_ai.agent.name": self.assistant.name,
-                "gen_ai.conversation.id": str(self.conversation.pk),
-            },
-        )
+        self.span = telemetry.start_turn(self)
         with self.guard():
             self.start(content)
 
@@ -171,7 +163,7 @@ class Turn:
         self._call_hooks("before_model_call", self, request)
         signals.model_call_started.send(type(self.assistant), turn=self, request=request)
         started = time.monotonic()
-        with telemetry.span(f"chat {request.model}", self._model_span_attributes(request), self.span) as span:
+        with telemetry.model_call(self, request) as span:
             reply = self.client.complete(
                 model=request.model,
                 messages=request.messages,
@@ -179,15 +171,7 @@ class Turn:
                 on_delta=self._on_delta if self.stream else None,
                 **request.options,
             )
-            if span is not None:
-                span.set_attributes(
-                    {
-                        "gen_ai.response.model": reply.model,
-                        "gen_ai.response.finish_reasons": [reply.finish_reason or ""],
-                        "gen_ai.usage.input_tokens": reply.usage.prompt_tokens,
-                        "gen_ai.usage.output_tokens": reply.usage.completion_tokens,
-                    }
-                )
+            telemetry.record_reply(span, reply)
         self.model_calls += 1
         duration_ms = (time.monotonic() - started) * 1000
         logger.info(
@@ -239,32 +223,9 @@ class Turn:
         return calls
 
     def retry_output(self, reply: ModelReply) -> BaseModel | None:
-        """Validate a final answer against the output type; when it is wrong, ask again or give up.
-
-        An invalid answer and the correction request are kept out of the stored history (only the turn's
-        in-memory history holds them), so the stored history shows the question and the valid answer. Their
-        tokens still count. After the last allowed retry the invalid answer is stored and the turn fails.
-        """
+        """The parsed final answer, or ``None`` when it was sent back to the model (see ``structured``)."""
         assert self.output is not None
-        value, problem = self.output.parse(reply.content)
-        if value is not None:
-            self.output_value = value
-            return value
-        if self.output_retries_used >= self.output.retries:
-            message, _ = storage.add_reply(self.conversation, reply)
-            self._added(message)
-            raise OutputValidationError(
-                f"The answer did not match {self.output.name} after {self.output_retries_used + 1} attempts: {problem}."
-            )
-        self.output_retries_used += 1
-        usage = reply.usage
-        storage.add_usage(self.conversation, usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
-        self.history += [
-            {"role": "assistant", "content": reply.content or ""},
-            {"role": "user", "content": self.output.correction(problem)},
-        ]
-        self.emit("output_retry", {"attempt": self.output_retries_used, "problem": problem})
-        return None
+        return check_answer(self, self.output, reply)
 
     def handle_calls(self, calls: list[ToolCall], decided: dict[int, tuple[str, str]] | None = None) -> None:
         """Run (or queue for approval) each call of one answer in the order given.
@@ -341,7 +302,7 @@ class Turn:
         """Run the tool function (hooks first) and answer the call with its result or error."""
         call.started_at = timezone.now()
         self.ctx.tool_call = call
-        span = telemetry.start(f"execute_tool {tool.name}", self._tool_span_attributes(call), self.span)
+        span = telemetry.start_tool(self, call)
         try:
             signals.tool_call_started.send(type(self.assistant), turn=self, tool_call=call)
             self.emit("tool_call_started", self._call_info(call))
@@ -360,8 +321,7 @@ class Turn:
                     text = changed
             return self._answer(call, status, text, error)
         finally:
-            result = {"gen_ai.tool.call.result": call.result} if toolcalling_settings.LOG_PAYLOADS else {}
-            telemetry.end(span, error=call.error, attributes={"toolcalling.tool.status": call.status, **result})
+            telemetry.end_tool(span, call)
 
     # Ending -----------------------------------------------------------------------------------------
 
@@ -386,15 +346,7 @@ class Turn:
             signals.turn_finished.send(type(self.assistant), turn=self, messages=self.new_messages)
             self.emit("turn_end", {"status": self.conversation.status})
         finally:
-            telemetry.end(
-                self.span,
-                error=self.conversation.error,
-                attributes={
-                    "toolcalling.status": self.conversation.status,
-                    "gen_ai.usage.input_tokens": sum(m.prompt_tokens for m in self.new_messages),
-                    "gen_ai.usage.output_tokens": sum(m.completion_tokens for m in self.new_messages),
-                },
-            )
+            telemetry.end_turn(self)
 
     # Events -----------------------------------------------------------------------------------------
 
@@ -447,25 +399,6 @@ class Turn:
     @property
     def _search_tool(self) -> Tool | None:
         return self.search.tool if self.search else None
-
-    def _model_span_attributes(self, request: ModelRequest) -> dict[str, Any]:
-        return {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.request.model": request.model,
-            "gen_ai.conversation.id": str(self.conversation.pk),
-            "toolcalling.tools_offered": len(request.tools),
-        }
-
-    def _tool_span_attributes(self, call: ToolCall) -> dict[str, Any]:
-        attributes = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": call.name,
-            "gen_ai.tool.call.id": call.call_id,
-            "gen_ai.conversation.id": str(self.conversation.pk),
-        }
-        if toolcalling_settings.LOG_PAYLOADS:
-            attributes["gen_ai.tool.call.arguments"] = call.raw_arguments
-        return attributes
 
     @staticmethod
     def _call_info(call: ToolCall) -> dict[str, Any]:

@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from . import storage
 from .exceptions import ImproperlyDefined, TurnError
 from .schema import describe_validation_error
+
+if TYPE_CHECKING:
+    from .client import ModelReply
+    from .loop import Turn
 
 JSON_SCHEMA = "json_schema"
 JSON_OBJECT = "json_object"
@@ -80,3 +85,32 @@ class OutputSpec:
             f"Your answer does not match the required JSON schema {self.name!r}: {problem}. "
             "Answer again with one corrected JSON object only."
         )
+
+
+def check_answer(turn: Turn, spec: OutputSpec, reply: ModelReply) -> BaseModel | None:
+    """Validate a final answer; when it is wrong, send it back to the model or, after the last retry, fail.
+
+    An invalid answer and the correction request are kept out of the stored history (only the turn's
+    in-memory history holds them), so the stored history shows the question and the valid answer; their
+    tokens still count. After the last allowed retry the invalid answer is stored (the history stays
+    valid and shows what the model said) and the turn fails with ``OutputValidationError``.
+    """
+    value, problem = spec.parse(reply.content)
+    if value is not None:
+        turn.output_value = value
+        return value
+    if turn.output_retries_used >= spec.retries:
+        message, _ = storage.add_reply(turn.conversation, reply)
+        turn._added(message)
+        raise OutputValidationError(
+            f"The answer did not match {spec.name} after {turn.output_retries_used + 1} attempts: {problem}."
+        )
+    turn.output_retries_used += 1
+    usage = reply.usage
+    storage.add_usage(turn.conversation, usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+    turn.history += [
+        {"role": "assistant", "content": reply.content or ""},
+        {"role": "user", "content": spec.correction(problem)},
+    ]
+    turn.emit("output_retry", {"attempt": turn.output_retries_used, "problem": problem})
+    return None
