@@ -43,6 +43,7 @@ class Assistant:
     output_strict: ClassVar[bool] = False  # json_schema "strict"; needs a schema that follows its rules
     # Tool search: True, False, or None (on above TOOLCALLING["TOOL_SEARCH_THRESHOLD"] tools).
     tool_search: ClassVar[bool | None] = None
+    tool_search_results: ClassVar[int] = 5  # how many matches one search returns (and adds to the offered tools)
     # Extra fields added to every tool's schema (a pydantic model); see on_argument_extras.
     argument_extras: ClassVar[type[BaseModel] | None] = None
 

@@ -66,7 +66,7 @@ class Turn:
         extras.check(assistant.argument_extras, self.tools.values(), type(assistant).__qualname__)
         self.search: ToolSearch | None = None
         if is_enabled(assistant, len(self.tools)):
-            self.search = ToolSearch(self.tools, conversation)
+            self.search = ToolSearch(self.tools, conversation, max_results=assistant.tool_search_results)
             self.tools[SEARCH_TOOL_NAME] = self.search.tool
         self.output: OutputSpec | None = assistant.get_output_spec(output_type)
         self.output_value: BaseModel | None = None
