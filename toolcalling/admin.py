@@ -52,7 +52,7 @@ class ToolCallInline(ReadOnlyInline):
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     list_display = ["__str__", "user", "assistant_id", "status", "total_tokens", "updated_at"]
-    list_filter = ["status", "assistant_id", "created_at"]
+    list_filter = ["status", "assistant_id", ("user", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["title", "user__username", "id"]
     raw_id_fields = ["user"]
     readonly_fields = [
@@ -73,7 +73,14 @@ class ConversationAdmin(admin.ModelAdmin):
 @admin.register(ToolCall)
 class ToolCallAdmin(admin.ModelAdmin):
     list_display = ["id", "name", "status", "requesting_user", "conversation_link", "created_at", "duration_ms"]
-    list_filter = ["status", "name", "requires_approval", "conversation__assistant_id", "created_at"]
+    list_filter = [
+        "status",
+        "name",
+        "requires_approval",
+        "conversation__assistant_id",
+        ("conversation__user", admin.RelatedOnlyFieldListFilter),
+        "created_at",
+    ]
     search_fields = ["name", "call_id", "conversation__user__username"]
     list_select_related = ["conversation__user"]
     readonly_fields = [

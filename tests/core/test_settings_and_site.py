@@ -73,6 +73,8 @@ def test_admin_pages_show_conversations_messages_and_calls(staff_client, alice):
         "/admin/toolcalling/conversation/",
         f"/admin/toolcalling/conversation/{conv.pk}/change/",
         "/admin/toolcalling/toolcall/?status__exact=failed",
+        f"/admin/toolcalling/toolcall/?conversation__user__id__exact={alice.pk}",
+        f"/admin/toolcalling/conversation/?user__id__exact={alice.pk}&assistant_id=helper",
         f"/admin/toolcalling/toolcall/{call.pk}/change/",
         "/admin/toolcalling/message/",
     ):
