@@ -10,7 +10,9 @@ from toolcalling.testutils import override_toolcalling
 
 
 def post(api, conversation, content="hi"):
-    return api.post(f"/api/toolcalling/conversations/{conversation['id']}/messages/", {"content": content}, format="json")
+    return api.post(
+        f"/api/toolcalling/conversations/{conversation['id']}/messages/", {"content": content}, format="json"
+    )
 
 
 def tool_messages(request_body):

@@ -67,7 +67,12 @@ def test_admin_pages_show_conversations_messages_and_calls(staff_client, alice):
     conv = Conversation.objects.create(user=alice, assistant_id="helper", title="<b>orders</b>")
     msg = Message.objects.create(conversation=conv, role="assistant", content="")
     call = ToolCall.objects.create(
-        conversation=conv, message=msg, call_id="call_1", name="ship", arguments={"order_no": "<script>"}, status="failed"
+        conversation=conv,
+        message=msg,
+        call_id="call_1",
+        name="ship",
+        arguments={"order_no": "<script>"},
+        status="failed",
     )
     for url in (
         "/admin/toolcalling/conversation/",
@@ -81,7 +86,7 @@ def test_admin_pages_show_conversations_messages_and_calls(staff_client, alice):
         response = staff_client.get(url)
         assert response.status_code == 200, url
     page = staff_client.get(f"/admin/toolcalling/toolcall/{call.pk}/change/").content.decode()
-    assert "&lt;script&gt;" in page and "<script>\"" not in page
+    assert "&lt;script&gt;" in page and '<script>"' not in page
     listing = staff_client.get("/admin/toolcalling/conversation/?status__exact=idle").content.decode()
     assert "&lt;b&gt;orders&lt;/b&gt;" in listing
 
