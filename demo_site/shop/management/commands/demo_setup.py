@@ -54,7 +54,7 @@ class Command(BaseCommand):
         for order_no, username, state, eta, lines in ORDERS:
             self.order(order_no, users[username], state, eta, [(products[sku], qty) for sku, qty in lines], reset)
 
-        url = f"http://127.0.0.1:{settings.DEMO_PORT}/"
+        url = f"http://127.0.0.1:{getattr(settings, 'DEMO_PORT', 8000)}/"
         self.stdout.write(self.style.SUCCESS("The demo shop is ready."))
         self.stdout.write(f"  Chat page:  {url}")
         self.stdout.write(f"  Admin:      {url}admin/")
