@@ -10,9 +10,15 @@ from toolcalling.testing import ScriptedModel
 from toolcalling.testutils import override_model
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "toolcalling(**settings): TOOLCALLING keys for the model fixture")
+
+
 @pytest.fixture
-def model(db) -> Iterator[ScriptedModel]:
-    with override_model() as scripted:
+def model(db, request) -> Iterator[ScriptedModel]:
+    """A scripted model on a strict local server; ``@pytest.mark.toolcalling(KEY=value)`` adds settings."""
+    marker = request.node.get_closest_marker("toolcalling")
+    with override_model(**(marker.kwargs if marker else {})) as scripted:
         yield scripted
 
 

@@ -24,6 +24,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "toolcalling",
     "tests.testapp",
+    "demo_site.shop",  # the demo shop is tested like any site using the app
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -9,7 +9,7 @@ from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
@@ -55,7 +55,7 @@ class ToolCallInline(ReadOnlyInline):
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     list_display = ["__str__", "user", "assistant_id", "status", "total_tokens", "updated_at"]
-    list_filter = ["status", "assistant_id", "created_at"]
+    list_filter = ["status", "assistant_id", ("user", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["title", "user__username", "id"]
     raw_id_fields = ["user"]
     readonly_fields = [
@@ -76,7 +76,14 @@ class ConversationAdmin(admin.ModelAdmin):
 @admin.register(ToolCall)
 class ToolCallAdmin(admin.ModelAdmin):
     list_display = ["id", "name", "status", "requesting_user", "conversation_link", "created_at", "duration_ms"]
-    list_filter = ["status", "name", "requires_approval", "conversation__assistant_id", "created_at"]
+    list_filter = [
+        "status",
+        "name",
+        "requires_approval",
+        "conversation__assistant_id",
+        ("conversation__user", admin.RelatedOnlyFieldListFilter),
+        "created_at",
+    ]
     search_fields = ["name", "call_id", "conversation__user__username"]
     list_select_related = ["conversation__user"]
     readonly_fields = [
@@ -107,9 +114,8 @@ class ToolCallAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("conversation"))
     def conversation_link(self, obj: ToolCall) -> str:
-        return format_html(
-            "<a href='../conversation/{}/change/'>{}</a>", obj.conversation_id, str(obj.conversation)[:40]
-        )
+        url = reverse(f"{self.admin_site.name}:toolcalling_conversation_change", args=[obj.conversation_id])
+        return format_html("<a href='{}'>{}</a>", url, str(obj.conversation)[:40])
 
     @admin.display(description=_("arguments"))
     def arguments_display(self, obj: ToolCall) -> str:

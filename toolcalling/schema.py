@@ -20,27 +20,27 @@ _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
 
 
 def split_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Return the description part of a Google-style docstring and its ``Args:`` descriptions."""
+    """Return the description part of a Google-style docstring and its ``Args:`` descriptions.
+
+    The description ends at the first section header (``Args:``, ``Returns:``, ``Raises:`` ...):
+    those sections are for developers, except the argument descriptions, which the model reads.
+    """
     if not doc:
         return "", {}
-    lines = inspect.cleandoc(doc).splitlines()
     summary: list[str] = []
     params: dict[str, str] = {}
-    in_args = False
+    section: str | None = None
     current: str | None = None
     arg_indent: int | None = None
-    for line in lines:
-        if _ARGS_HEADER.match(line):
-            in_args, current, arg_indent = True, None, None
+    for line in inspect.cleandoc(doc).splitlines():
+        indent = len(line) - len(line.lstrip())
+        if indent == 0 and _SECTION_HEADER.match(line):
+            section = "args" if _ARGS_HEADER.match(line) else "other"
+            current, arg_indent = None, None
             continue
-        if in_args:
-            if not line.strip():
-                current = None
-                continue
-            indent = len(line) - len(line.lstrip())
-            if indent == 0 and _SECTION_HEADER.match(line):
-                in_args = False
-                continue
+        if section is None:
+            summary.append(line)
+        elif section == "args" and line.strip():
             match = _ARG_LINE.match(line)
             if match and (arg_indent is None or indent <= arg_indent):
                 arg_indent = indent
@@ -48,15 +48,7 @@ def split_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
                 params[current] = match.group(3).strip()
             elif current:
                 params[current] = f"{params[current]} {line.strip()}".strip()
-            continue
-        if _SECTION_HEADER.match(line) and not line.startswith(" "):
-            # Returns:, Raises: ... are for developers, not for the model.
-            in_args = False
-            summary.append("\0")
-            continue
-        summary.append(line)
-    text = "\n".join(summary).split("\0")[0].strip()
-    return text, params
+    return "\n".join(summary).strip(), params
 
 
 def _is_context(annotation: Any) -> bool:

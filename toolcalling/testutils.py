@@ -35,3 +35,10 @@ def override_model(model: Any = None, **toolcalling: Any) -> Iterator[Any]:
         }
         with override_settings(TOOLCALLING=merged):
             yield model
+
+
+@contextmanager
+def override_toolcalling(**values: Any) -> Iterator[None]:
+    """Change some ``TOOLCALLING`` keys, keeping the others (``override_settings`` replaces the whole dict)."""
+    with override_settings(TOOLCALLING={**getattr(settings, "TOOLCALLING", {}), **values}):
+        yield
