@@ -78,3 +78,11 @@ def test_a_collision_with_a_tool_named_by_string_is_caught_when_the_turn_starts(
     monkeypatch.setattr(ExtrasAssistant, "argument_extras", Clashing)
     with pytest.raises(ImproperlyDefined, match=r"add\.a"):
         Assistant.get("lf_extras").run(alice, "hi")
+
+
+def test_the_system_check_reports_a_collision_with_a_tool_named_by_string(monkeypatch):
+    from toolcalling.checks import check_assistants
+
+    monkeypatch.setattr(ExtrasAssistant, "argument_extras", Clashing)
+    errors = [e for e in check_assistants() if e.id == "toolcalling.E003"]
+    assert len(errors) == 1 and "add.a" in errors[0].msg and errors[0].obj is ExtrasAssistant
