@@ -9,6 +9,7 @@ ratio (app time / baseline time) is what to watch; absolute times depend on the 
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import sys
@@ -58,7 +59,7 @@ def bare_sdk(turns: int) -> float:
                 if not message.tool_calls:
                     break
                 for call in message.tool_calls:
-                    args = __import__("json").loads(call.function.arguments)
+                    args = json.loads(call.function.arguments)
                     history.append({"role": "tool", "tool_call_id": call.id, "content": str(args["a"] + args["b"])})
         elapsed = time.perf_counter() - started
     assert not model.rejected and not model.pending
@@ -93,7 +94,8 @@ def main() -> None:
     print(f"{turns} turns x 3 model calls, 5 rounds, same strict local server over HTTP.")
     print(f"bare SDK:  median {statistics.median(bare_times) / turns * 1000:.1f} ms per turn")
     print(f"with app:  median {statistics.median(app_times) / turns * 1000:.1f} ms per turn")
-    print(f"ratio app / bare SDK: median {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})")
+    spread = f"min {min(ratios):.2f}, max {max(ratios):.2f}"
+    print(f"ratio app / bare SDK: median {statistics.median(ratios):.2f} ({spread})")
 
 
 if __name__ == "__main__":
