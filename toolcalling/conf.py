@@ -31,6 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "MAX_MESSAGE_LENGTH": 20_000,
     # Approval.
     "APPROVAL_TIMEOUT": 24 * 60 * 60,  # seconds a call may wait for a decision
+    "APPROVAL_RUN_TIMEOUT": 60 * 60,  # seconds an approved call may be "running" before a sweep marks it failed
     # Tool search.
     "TOOL_SEARCH_THRESHOLD": 30,
     # Observability.
@@ -73,7 +74,14 @@ class ToolcallingSettings:
                 raise ImproperlyConfigured(
                     f"TOOLCALLING[{key!r}] must be one of {', '.join(map(repr, allowed))}, not {user_settings[key]!r}."
                 )
-        for key in ("MAX_CALLS_PER_TOOL", "MAX_TOTAL_TOOL_CALLS", "MAX_MODEL_CALLS", "MAX_MESSAGE_LENGTH"):
+        for key in (
+            "MAX_CALLS_PER_TOOL",
+            "MAX_TOTAL_TOOL_CALLS",
+            "MAX_MODEL_CALLS",
+            "MAX_MESSAGE_LENGTH",
+            "APPROVAL_TIMEOUT",
+            "APPROVAL_RUN_TIMEOUT",
+        ):
             value = user_settings.get(key, DEFAULTS[key])
             if not isinstance(value, int) or value < 1:
                 raise ImproperlyConfigured(f"TOOLCALLING[{key!r}] must be a positive integer, not {value!r}.")

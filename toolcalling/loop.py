@@ -216,22 +216,61 @@ class Turn:
 
     def execute(self, tool: Tool, call: ToolCall, arguments: BaseModel) -> str:
         """Run the tool function (hooks first) and answer the call with its result or error."""
-        call.started_at = timezone.now()
+        status, text, error = self._run_with_hooks(tool, call, arguments)
+        if status == ToolCall.Status.FAILED and toolcalling_settings.TOOL_ERRORS == "raise":
+            self._answer(call, status, text, error)
+            raise ToolExecutionError(f"Tool {tool.name!r} failed: {error}")
+        return self._answer(call, status, text, error)
+
+    def run_approved(self, call: ToolCall, *, note: str = "") -> bool:
+        """Run one approved call (already moved to ``running``) with this turn's rebuilt context.
+
+        Used by the Celery task, not by ``run``: the conversation stays ``awaiting_approval`` and is
+        continued separately once every call of the answer is decided. ``note`` is put before the
+        result the model reads (e.g. that an approver changed the arguments). Tool errors always go
+        back to the model here, whatever ``TOOL_ERRORS`` says: nobody is waiting on a request to see
+        them raised. Returns False when the call had been answered meanwhile (a sweep marked it
+        failed), in which case nothing is stored twice.
+        """
+        tool = self.tools.get(call.name)
+        if tool is None:
+            status, text, error = ToolCall.Status.FAILED, f"Error: the tool {call.name!r} is not available.", ""
+        else:
+            try:
+                arguments = tool.parse_arguments(call.arguments)
+            except InvalidArguments as exc:
+                status, text, error = ToolCall.Status.FAILED, f"Error: invalid arguments for {tool.name}: {exc}.", ""
+            else:
+                status, text, error = self._run_with_hooks(tool, call, arguments)
+        text = f"{note}{text}"
+        message = storage.answer_call_if(
+            call, from_status=ToolCall.Status.RUNNING, status=status, result=text, error=error or ""
+        )
+        if message is None:
+            logger.warning("tool call %s was answered while it ran; its result is dropped: %s", call.pk, text)
+            return False
+        self._added(message)
+        signals.tool_call_finished.send(type(self.assistant), turn=self, tool_call=call)
+        self.emit("tool_call_finished", self._call_info(call))
+        return True
+
+    def _run_with_hooks(self, tool: Tool, call: ToolCall, arguments: BaseModel) -> tuple[str, str, str]:
+        """``before_tool_call`` hooks, the tool, ``after_tool_call`` hooks: ``(status, text, error)``."""
+        call.started_at = call.started_at or timezone.now()
         self.ctx.tool_call = call
         signals.tool_call_started.send(type(self.assistant), turn=self, tool_call=call)
         self.emit("tool_call_started", self._call_info(call))
         replaced = self._call_hooks("before_tool_call", self, call, call.arguments, first_result=True)
         if replaced is not None:
-            return self._answer(call, ToolCall.Status.SUCCEEDED, replaced)
+            return ToolCall.Status.SUCCEEDED, replaced, ""
         status, text, error = run_tool(tool, self.ctx, arguments)
         if status == ToolCall.Status.FAILED and toolcalling_settings.TOOL_ERRORS == "raise":
-            self._answer(call, status, text, error)
-            raise ToolExecutionError(f"Tool {tool.name!r} failed: {error}")
+            return status, text, error
         for hook in reversed(self.hooks):
             changed = hook.after_tool_call(self, call, text)
             if changed is not None:
                 text = changed
-        return self._answer(call, status, text, error)
+        return status, text, error
 
     # Ending -----------------------------------------------------------------------------------------
 
