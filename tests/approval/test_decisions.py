@@ -291,3 +291,59 @@ def test_expired_calls_are_told_to_the_model_and_the_conversation_goes_on(
     assert Conversation.objects.get(pk=ops["id"]).status == "idle"
     assert counter("orders") == 0
     model.assert_done()
+
+
+def test_a_sweep_fails_approved_calls_running_too_long(
+    ops, waiting, approver, model, django_capture_on_commit_callbacks
+):
+    from toolcalling import approval
+
+    with django_capture_on_commit_callbacks(execute=False):
+        approval.approve(waiting, approver)
+    approval.start_run(waiting.pk)
+    ToolCall.objects.filter(pk=waiting.pk).update(started_at=waiting.created_at.replace(year=2000))
+    model.reply("The operation may not have happened.")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert expire_waiting_tool_calls.apply().get() == {"expired": [], "failed": [waiting.pk]}
+    waiting.refresh_from_db()
+    assert waiting.status == "failed" and "worker stopped" in tool_message(waiting).content
+    assert Conversation.objects.get(pk=ops["id"]).status == "idle"
+    model.assert_done()
+
+
+def test_signals_tell_a_site_about_every_decision(api, ops, approver, model, django_capture_on_commit_callbacks):
+    from toolcalling import approval
+
+    seen = []
+
+    def recorder(name):
+        return lambda sender, tool_call, **kw: seen.append((name, tool_call.name, kw.get("user")))
+
+    names = ("tool_call_approved", "tool_call_rejected", "tool_call_cancelled", "tool_call_finished")
+    receivers = {name: recorder(name) for name in names}
+    for name, receiver in receivers.items():
+        getattr(signals, name).connect(receiver)
+    try:
+        model.calls(("bump", {"name": "a"}), ("bump", {"name": "b"}), ("bump", {"name": "c"}))
+        response = post(api, ops, "bump all")
+        first, second, third = (ToolCall.objects.get(pk=c["id"]) for c in response.json()["awaiting_approval"])
+        model.reply("a was bumped; b was rejected; you cancelled c.")
+        with django_capture_on_commit_callbacks(execute=True):
+            approval.approve(first, approver)
+            approval.reject(second, approver, "no")
+            # The approved call still runs, so the conversation waits for it and then goes on.
+            approval.cancel_waiting(Conversation.objects.get(pk=ops["id"]), first.conversation.user)
+    finally:
+        for name, receiver in receivers.items():
+            getattr(signals, name).disconnect(receiver)
+    alice = first.conversation.user
+    assert sorted(seen, key=lambda s: s[0]) == [
+        ("tool_call_approved", "bump", approver),
+        ("tool_call_cancelled", "bump", alice),
+        ("tool_call_finished", "bump", None),
+        ("tool_call_rejected", "bump", approver),
+    ]
+    assert ToolCall.objects.get(pk=third.pk).status == "cancelled"
+    assert Conversation.objects.get(pk=ops["id"]).status == "idle"
+    assert_history_valid(ops["id"])
+    model.assert_done()
