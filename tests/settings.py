@@ -25,6 +25,7 @@ INSTALLED_APPS = [
     "toolcalling",
     "tests.testapp",
     "tests.approvalapp",
+    "demo_site.shop",  # the demo shop is tested like any site using the app
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -61,7 +61,7 @@ class ToolCallInline(ReadOnlyInline):
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     list_display = ["__str__", "user", "assistant_id", "status", "total_tokens", "updated_at"]
-    list_filter = ["status", "assistant_id", "created_at"]
+    list_filter = ["status", "assistant_id", ("user", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["title", "user__username", "id"]
     raw_id_fields = ["user"]
     readonly_fields = [
@@ -182,7 +182,14 @@ class ToolCallAdmin(admin.ModelAdmin):
         "age",
         "decided_by",
     ]
-    list_filter = ["status", "name", "requires_approval", "conversation__assistant_id", "created_at"]
+    list_filter = [
+        "status",
+        "name",
+        "requires_approval",
+        "conversation__assistant_id",
+        ("conversation__user", admin.RelatedOnlyFieldListFilter),
+        "created_at",
+    ]
     search_fields = ["name", "call_id", "conversation__user__username"]
     list_select_related = ["conversation__user", "decided_by"]
     actions = [approve_selected, reject_selected]

@@ -39,3 +39,24 @@ def check_assistants(app_configs: Any = None, **kwargs: Any) -> list[checks.Chec
                 )
             )
     return errors
+
+
+@checks.register("toolcalling")
+def check_model_endpoint(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    from .conf import toolcalling_settings as s
+
+    try:
+        offline, api_key, base_url = s.OFFLINE_MODEL, s.API_KEY, s.BASE_URL
+    except ImproperlyConfigured:
+        return []  # reported by check_settings
+    if offline or api_key or base_url:
+        return []
+    return [
+        checks.Warning(
+            "No model endpoint is configured: TOOLCALLING has no API_KEY and OPENAI_API_KEY is not set, "
+            "so every turn will fail against OpenAI.",
+            hint='Set OPENAI_API_KEY, or TOOLCALLING["BASE_URL"] for a local server, '
+            'or TOOLCALLING["OFFLINE_MODEL"] = True for the offline demo model.',
+            id="toolcalling.W001",
+        )
+    ]

@@ -24,6 +24,7 @@ DEFAULTS: dict[str, Any] = {
     "MAX_CALLS_PER_TOOL": 40,
     "MAX_TOTAL_TOOL_CALLS": 150,
     "MAX_MODEL_CALLS": 50,
+    "STALE_TURN_TIMEOUT": 15 * 60,  # seconds without progress after which a "running" turn is taken over
     "ON_LIMIT_EXCEEDED": "return_error",
     "TOOL_ERRORS": "return_to_model",
     "HOOKS": [],  # dotted paths or hook instances run for every assistant
@@ -81,6 +82,7 @@ class ToolcallingSettings:
             "MAX_MESSAGE_LENGTH",
             "APPROVAL_TIMEOUT",
             "APPROVAL_RUN_TIMEOUT",
+            "STALE_TURN_TIMEOUT",
         ):
             value = user_settings.get(key, DEFAULTS[key])
             if not isinstance(value, int) or value < 1:

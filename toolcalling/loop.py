@@ -96,6 +96,11 @@ class Turn:
             return
         if storage.claim(conv, from_statuses=[Conversation.Status.IDLE, Conversation.Status.FAILED]):
             return
+        if storage.claim(conv, from_statuses=[], stale_after=toolcalling_settings.STALE_TURN_TIMEOUT):
+            # The turn's process died: answer the calls it left open, then go on as usual.
+            for message in storage.close_open_calls(conv, "the turn was interrupted."):
+                self._added(message)
+            return
         conv.refresh_from_db(fields=["status"])
         if conv.status == Conversation.Status.AWAITING_APPROVAL:
             raise ConversationBusy(

@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Prefetch
+from django.db.models import F, Prefetch, Q
 from django.utils import timezone
 
 from .client import ModelReply
 from .models import Conversation, Message, ToolCall
 
 
-def claim(conversation: Conversation, *, from_statuses: Iterable[str]) -> bool:
-    """Move the conversation to ``running`` if it is in one of ``from_statuses``; one winner only."""
-    updated = Conversation.objects.filter(pk=conversation.pk, status__in=list(from_statuses)).update(
+def claim(conversation: Conversation, *, from_statuses: Iterable[str], stale_after: float | None = None) -> bool:
+    """Move the conversation to ``running`` if it is in one of ``from_statuses``; one winner only.
+
+    With ``stale_after`` (seconds), a turn that has been ``running`` without any progress for that
+    long (its process died) may be taken over too.
+    """
+    condition = Q(status__in=list(from_statuses))
+    if stale_after is not None:
+        cutoff = timezone.now() - datetime.timedelta(seconds=stale_after)
+        condition |= Q(status=Conversation.Status.RUNNING, updated_at__lt=cutoff)
+    updated = Conversation.objects.filter(condition, pk=conversation.pk).update(
         status=Conversation.Status.RUNNING, error="", updated_at=timezone.now()
     )
     if updated:
@@ -57,7 +66,13 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
 
 
 def add_message(conversation: Conversation, role: str, content: str, **fields: Any) -> Message:
-    return Message.objects.create(conversation=conversation, role=role, content=content, **fields)
+    return _without_calls(Message.objects.create(conversation=conversation, role=role, content=content, **fields))
+
+
+def _without_calls(message: Message) -> Message:
+    """Mark a new message as having no tool calls, so reading them later costs no query."""
+    message._prefetched_objects_cache = {"tool_calls": ToolCall.objects.none()}  # type: ignore[attr-defined]
+    return message
 
 
 def add_reply(conversation: Conversation, reply: ModelReply) -> tuple[Message, list[ToolCall]]:
@@ -99,6 +114,7 @@ def add_usage(conversation: Conversation, prompt: int, completion: int, total: i
         prompt_tokens=F("prompt_tokens") + prompt,
         completion_tokens=F("completion_tokens") + completion,
         total_tokens=F("total_tokens") + total,
+        updated_at=timezone.now(),  # also the running turn's heartbeat, see claim()
     )
     conversation.prompt_tokens += prompt
     conversation.completion_tokens += completion
@@ -128,12 +144,13 @@ def answer_call(call: ToolCall, *, status: str, result: str, error: str = "") ->
                 "started_at",
             ]
         )
-        return Message.objects.create(
+        message = Message.objects.create(
             conversation_id=call.conversation_id,
             role=Message.Role.TOOL,
             content=result,
             tool_call_id=call.call_id,
         )
+    return _without_calls(message)
 
 
 def answer_call_if(
@@ -155,12 +172,15 @@ def answer_call_if(
 
 
 def close_open_calls(conversation: Conversation, reason: str) -> list[Message]:
-    """Answer every call still without a tool message, so the stored history stays valid after a failure."""
-    answered = set(conversation.messages.filter(role=Message.Role.TOOL).values_list("tool_call_id", flat=True))
-    messages = []
-    open_calls = conversation.tool_calls.exclude(status=ToolCall.Status.AWAITING_APPROVAL).order_by("id")
-    for call in open_calls:
-        if call.call_id not in answered:
-            status = call.status if call.is_final else ToolCall.Status.CANCELLED
-            messages.append(answer_call(call, status=status, result=f"Not run: {reason}", error=reason))
-    return messages
+    """Answer every call that was started but never answered, so the stored history stays valid.
+
+    A call gets its final status and its tool message together (``answer_call``), so the open
+    calls are exactly those still ``running`` or ``approved``; waiting ones keep waiting.
+    """
+    open_calls = conversation.tool_calls.filter(
+        status__in=[ToolCall.Status.RUNNING, ToolCall.Status.APPROVED]
+    ).order_by("message_id", "index")
+    return [
+        answer_call(call, status=ToolCall.Status.CANCELLED, result=f"Not run: {reason}", error=reason)
+        for call in open_calls
+    ]

@@ -71,8 +71,7 @@ ASSISTANT_PART_TYPES: tuple[str, ...] = ("text", "refusal")
 TEXT_PART_TYPES: tuple[str, ...] = ("text",)
 
 TOOL_CALLS_RULE = (
-    "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
-    "'tool_call_id'."
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'."
 )
 TOOL_MESSAGE_RULE = "Messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
 
@@ -444,9 +443,7 @@ def _check_object_shape(prefix: str, schema: Mapping[str, Any], context: tuple[s
     if properties is not None and not isinstance(properties, Mapping):
         errors.append(f"{prefix}: In context={context}, 'properties' must be an object.")
     required = schema.get("required")
-    if required is not None and (
-        not isinstance(required, list) or not all(isinstance(item, str) for item in required)
-    ):
+    if required is not None and (not isinstance(required, list) or not all(isinstance(item, str) for item in required)):
         errors.append(f"{prefix}: In context={context}, 'required' must be an array of strings.")
 
 
@@ -549,8 +546,7 @@ def _validate_response_format(body: Mapping[str, Any], errors: list[str]) -> Non
         # The API refuses JSON mode unless the prompt itself asks for JSON.
         if not _messages_mention_json(body.get("messages")):
             errors.append(
-                "'messages' must contain the word 'json' in some form, to use 'response_format' of type "
-                "'json_object'."
+                "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'."
             )
         return
     if kind != "json_schema":
@@ -614,9 +610,7 @@ def _validate_streaming(body: Mapping[str, Any], errors: list[str]) -> None:
         return
     options = body["stream_options"]
     if stream is not True:
-        errors.append(
-            "Invalid value for 'stream_options': 'stream_options' is only allowed when 'stream' is enabled."
-        )
+        errors.append("Invalid value for 'stream_options': 'stream_options' is only allowed when 'stream' is enabled.")
     if not isinstance(options, Mapping):
         errors.append(_bad_type("stream_options", "an object", options))
         return

@@ -37,6 +37,7 @@ DEFAULT_ERROR_MESSAGES: dict[int, tuple[str, str, str | None]] = {
     503: ("The engine is currently overloaded, please try again later.", "server_error", None),
 }
 
+
 def default_error_message(status: int) -> tuple[str, str, str | None]:
     """Return the (message, type, code) the API typically sends with this status."""
     if status in DEFAULT_ERROR_MESSAGES:
@@ -195,8 +196,7 @@ class ScriptedModel:
         if not calls:
             raise ValueError("calls() needs at least one (name, arguments) pair")
         tool_calls = [
-            ToolCall(name=name, arguments=args if isinstance(args, str) else dict(args or {}))
-            for name, args in calls
+            ToolCall(name=name, arguments=args if isinstance(args, str) else dict(args or {})) for name, args in calls
         ]
         return self.queue(Reply(content=content, tool_calls=tool_calls, usage=Usage.coerce(usage)))
 

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the test suite drives for real (Redis, Chromium) when they are missing.
+set -euo pipefail
+missing=()
+[ -x /usr/bin/redis-server ] || missing+=(redis-server)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+  echo "Missing Debian packages: ${missing[*]}. Install them (apt-get install ${missing[*]}) or run as root." >&2
+  exit 1
+fi
+echo "Installing ${missing[*]} from Debian's packages ..."
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,124 @@
+"""The REST API: assistants, own conversations only, input validation, and constant queries per turn."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
+
+from toolcalling.models import Conversation, Message
+
+URL = "/api/toolcalling/"
+
+
+def test_anonymous_users_are_refused(db):
+    assert APIClient().get(URL + "assistants/").status_code in (401, 403)
+    assert APIClient().get(URL + "conversations/").status_code in (401, 403)
+
+
+def test_assistants_lists_what_the_user_may_use(api):
+    body = api.get(URL + "assistants/").json()
+    assert {"id": "helper", "name": "Helper", "description": "A test assistant."} in body
+
+
+def test_create_list_retrieve_patch_delete_own_conversations(api, alice):
+    created = api.post(URL + "conversations/", {"assistant": "helper"}, format="json")
+    assert created.status_code == 201
+    conv = created.json()
+    assert conv["status"] == "idle" and conv["assistant"] == "helper"
+    listed = api.get(URL + "conversations/").json()
+    assert [c["id"] for c in listed] == [conv["id"]]
+    patched = api.patch(URL + f"conversations/{conv['id']}/", {"title": "Orders"}, format="json")
+    assert patched.json()["title"] == "Orders"
+    assert (
+        api.patch(URL + f"conversations/{conv['id']}/", {"status": "idle", "assistant": "x"}, format="json").status_code
+        == 400
+    )
+    assert api.delete(URL + f"conversations/{conv['id']}/").status_code == 204
+    assert not Conversation.objects.exists()
+
+
+def test_another_users_conversation_is_a_404(api, bob):
+    theirs = Conversation.objects.create(user=bob, assistant_id="helper")
+    assert api.get(URL + f"conversations/{theirs.pk}/").status_code == 404
+    assert api.get(URL + f"conversations/{theirs.pk}/messages/").status_code == 404
+    assert api.post(URL + f"conversations/{theirs.pk}/messages/", {"content": "hi"}, format="json").status_code == 404
+    assert api.delete(URL + f"conversations/{theirs.pk}/").status_code == 404
+    assert api.get(URL + "conversations/").json() == []
+
+
+def test_unknown_assistant_is_a_400(api):
+    response = api.post(URL + "conversations/", {"assistant": "nope"}, format="json")
+    assert response.status_code == 400
+    assert "Unknown assistant 'nope'" in response.json()["assistant"][0]
+
+
+@pytest.mark.parametrize(
+    "payload,fragment",
+    [
+        ({}, "required"),
+        ({"content": ""}, "blank"),
+        ({"content": "   "}, "blank"),
+        ({"content": "x" * 20_001}, "too long"),
+    ],
+)
+def test_bad_message_input_is_a_400_and_nothing_is_stored(api, conversation, payload, fragment):
+    response = api.post(URL + f"conversations/{conversation['id']}/messages/", payload, format="json")
+    assert response.status_code == 400
+    assert fragment in response.json()["content"][0]
+    assert not Message.objects.exists()
+
+
+def test_a_busy_conversation_refuses_a_new_message_with_409(api, conversation):
+    Conversation.objects.filter(pk=conversation["id"]).update(status="running")
+    response = api.post(URL + f"conversations/{conversation['id']}/messages/", {"content": "hi"}, format="json")
+    assert response.status_code == 409
+    assert "busy" in response.json()["detail"]
+    assert not Message.objects.exists()
+
+
+def test_history_lists_messages_with_their_tool_calls(api, conversation, model):
+    model.call("add", {"a": 1, "b": 2})
+    model.reply("3")
+    api.post(URL + f"conversations/{conversation['id']}/messages/", {"content": "1+2"}, format="json")
+    history = api.get(URL + f"conversations/{conversation['id']}/messages/").json()
+    assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant"]
+    call = history[1]["tool_calls"][0]
+    assert {k: call[k] for k in ("call_id", "name", "arguments", "status", "result")} == {
+        "call_id": history[2]["tool_call_id"],
+        "name": "add",
+        "arguments": {"a": 1, "b": 2},
+        "status": "succeeded",
+        "result": "3",
+    }
+    assert set(history[0]) >= {"id", "role", "content", "tool_calls", "tool_call_id", "created_at"}
+    assert api.get(URL + f"conversations/{conversation['id']}/").json()["title"] == "1+2"
+
+
+def fill_history(conversation_id, turns):
+    messages = []
+    for i in range(turns):
+        messages.append(Message(conversation_id=conversation_id, role="user", content=f"question {i}"))
+        messages.append(Message(conversation_id=conversation_id, role="assistant", content=f"answer {i}"))
+    Message.objects.bulk_create(messages)
+
+
+def count_turn_queries(api, conversation_id, model):
+    user = Conversation.objects.get(pk=conversation_id).user
+    api.force_authenticate(type(user).objects.get(pk=user.pk))  # as in a real request: permissions load afresh
+    model.call("add", {"a": 1, "b": 2})
+    model.reply("3")
+    with CaptureQueriesContext(connection) as queries:
+        response = api.post(URL + f"conversations/{conversation_id}/messages/", {"content": "1+2"}, format="json")
+    assert response.status_code == 201
+    return len(queries)
+
+
+def test_a_turns_queries_do_not_grow_with_the_conversation(api, model, alice):
+    short = Conversation.objects.create(user=alice, assistant_id="helper", title="t")
+    long = Conversation.objects.create(user=alice, assistant_id="helper", title="t")
+    fill_history(short.pk, 5)
+    fill_history(long.pk, 250)
+    assert Message.objects.filter(conversation=short).count() == 10
+    assert Message.objects.filter(conversation=long).count() == 500
+    assert count_turn_queries(api, short.pk, model) == count_turn_queries(api, long.pk, model)
+    assert len(model.requests[-1]["messages"]) == 1 + 500 + 1 + 2  # system, history, question, call + result
