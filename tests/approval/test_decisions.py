@@ -347,3 +347,19 @@ def test_signals_tell_a_site_about_every_decision(api, ops, approver, model, dja
     assert Conversation.objects.get(pk=ops["id"]).status == "idle"
     assert_history_valid(ops["id"])
     model.assert_done()
+
+
+def test_the_readme_email_receiver_tells_approvers(api, ops, approver, model, mailoutbox):
+    from tests.approvalapp.notify import tell_approvers
+
+    approver.email = "carol@example.com"
+    approver.save()
+    signals.approval_requested.connect(tell_approvers)
+    try:
+        model.call("bump", {"name": "orders"})
+        call_id = post(api, ops, "bump").json()["awaiting_approval"][0]["id"]
+    finally:
+        signals.approval_requested.disconnect(tell_approvers)
+    [mail] = mailoutbox
+    assert mail.to == ["carol@example.com"] and mail.subject == "Approval needed: bump"
+    assert f"/admin/toolcalling/toolcall/{call_id}/change/" in mail.body and "alice asked for bump" in mail.body
