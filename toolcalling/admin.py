@@ -255,7 +255,7 @@ class ToolCallAdmin(admin.ModelAdmin):
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         if obj is not None and self.has_change_permission(request, obj):
-            return ["arguments", *self.readonly_fields]
+            return ["arguments", *(f for f in self.readonly_fields if f != "arguments_display")]
         return list(self.readonly_fields)
 
     def save_model(self, request: HttpRequest, obj: ToolCall, form: forms.ModelForm, change: bool) -> None:
