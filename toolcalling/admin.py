@@ -8,10 +8,11 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.timesince import timesince
 from django.utils.translation import gettext_lazy as _
@@ -21,6 +22,7 @@ from .definitions import InvalidArguments
 from .exceptions import AlreadyDecided
 from .models import Conversation, Message, ToolCall
 from .permissions import can_approve
+from .stats import tool_stats
 
 
 def pretty_json(value: Any) -> str:
@@ -266,6 +268,22 @@ class ToolCallAdmin(admin.ModelAdmin):
             approval.edit_arguments(stored, request.user, form.cleaned_data["arguments"])
         except (AlreadyDecided, InvalidArguments) as exc:
             self.message_user(request, str(exc), messages.ERROR)
+
+    def get_urls(self) -> list[URLPattern]:
+        stats = path("stats/", self.admin_site.admin_view(self.stats_view), name="toolcalling_toolcall_stats")
+        return [stats, *super().get_urls()]
+
+    def stats_view(self, request: HttpRequest) -> HttpResponse:
+        """Per tool: calls, failures, failure rate and mean duration, from one aggregate query."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("Tool statistics"),
+            "opts": self.model._meta,
+            "rows": tool_stats(),
+        }
+        return TemplateResponse(request, "admin/toolcalling/toolcall/tool_stats.html", context)
 
 
 @admin.register(Message)

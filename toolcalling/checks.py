@@ -22,13 +22,14 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
 
 @checks.register("toolcalling")
 def check_assistants(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    from .exceptions import NotRegistered
+    from . import extras
+    from .exceptions import ImproperlyDefined, NotRegistered
     from .registry import assistants
 
     errors: list[checks.CheckMessage] = []
     for assistant_cls in assistants.all():
         try:
-            assistant_cls().resolve_tools()
+            resolved = assistant_cls().resolve_tools()
         except NotRegistered as exc:
             errors.append(
                 checks.Error(
@@ -37,6 +38,13 @@ def check_assistants(app_configs: Any = None, **kwargs: Any) -> list[checks.Chec
                     obj=assistant_cls,
                     id="toolcalling.E002",
                 )
+            )
+            continue
+        try:
+            extras.check(assistant_cls.argument_extras, resolved, assistant_cls.__qualname__)
+        except ImproperlyDefined as exc:
+            errors.append(
+                checks.Error(str(exc), hint="Rename the extra fields.", obj=assistant_cls, id="toolcalling.E003")
             )
     return errors
 

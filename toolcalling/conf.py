@@ -35,6 +35,9 @@ DEFAULTS: dict[str, Any] = {
     "APPROVAL_RUN_TIMEOUT": 60 * 60,  # seconds an approved call may be "running" before a sweep marks it failed
     # Tool search.
     "TOOL_SEARCH_THRESHOLD": 30,
+    # Structured output: "json_schema" (response_format with the schema) or "json_object" (the schema in the
+    # instructions, for endpoints without json_schema support).
+    "OUTPUT_MODE": "json_schema",
     # Observability.
     "LOG_PAYLOADS": False,  # put tool arguments and results in logs and spans
     # Events (streaming, background turns).
@@ -44,6 +47,7 @@ DEFAULTS: dict[str, Any] = {
 CHOICES: dict[str, tuple[str, ...]] = {
     "ON_LIMIT_EXCEEDED": ("raise", "return_error"),
     "TOOL_ERRORS": ("return_to_model", "raise"),
+    "OUTPUT_MODE": ("json_schema", "json_object"),
 }
 
 IMPORT_STRINGS = ("HOOKS",)

@@ -75,14 +75,17 @@ def _without_calls(message: Message) -> Message:
     return message
 
 
-def add_reply(conversation: Conversation, reply: ModelReply) -> tuple[Message, list[ToolCall]]:
-    """Store a model answer and its requested calls, and add its tokens to the conversation's totals."""
+def add_reply(conversation: Conversation, reply: ModelReply, *, data: Any = None) -> tuple[Message, list[ToolCall]]:
+    """Store a model answer and its requested calls, and add its tokens to the conversation's totals.
+
+    ``data`` is the structured output parsed from the answer, when the turn asked for one."""
     usage = reply.usage
     with transaction.atomic():
         message = Message.objects.create(
             conversation=conversation,
             role=Message.Role.ASSISTANT,
             content=reply.content or "",
+            data=data,
             model=reply.model,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
