@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
+from tests.celery_app import app as celery_app  # noqa: F401  (binds the app's shared tasks to the test site)
 from toolcalling.testing import ScriptedModel
 from toolcalling.testutils import override_model
 

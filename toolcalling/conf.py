@@ -32,6 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "MAX_MESSAGE_LENGTH": 20_000,
     # Approval.
     "APPROVAL_TIMEOUT": 24 * 60 * 60,  # seconds a call may wait for a decision
+    "APPROVAL_RUN_TIMEOUT": 60 * 60,  # seconds an approved call may be "running" before a sweep marks it failed
     # Tool search.
     "TOOL_SEARCH_THRESHOLD": 30,
     # Structured output: "json_schema" (response_format with the schema) or "json_object" (the schema in the
@@ -83,6 +84,8 @@ class ToolcallingSettings:
             "MAX_TOTAL_TOOL_CALLS",
             "MAX_MODEL_CALLS",
             "MAX_MESSAGE_LENGTH",
+            "APPROVAL_TIMEOUT",
+            "APPROVAL_RUN_TIMEOUT",
             "STALE_TURN_TIMEOUT",
         ):
             value = user_settings.get(key, DEFAULTS[key])

@@ -305,28 +305,71 @@ class Turn:
 
     def execute(self, tool: Tool, call: ToolCall, arguments: BaseModel) -> str:
         """Run the tool function (hooks first) and answer the call with its result or error."""
-        call.started_at = timezone.now()
-        self.ctx.tool_call = call
         span = telemetry.start_tool(self, call)
         try:
-            signals.tool_call_started.send(type(self.assistant), turn=self, tool_call=call)
-            self.emit("tool_call_started", self._call_info(call))
-            replaced = self._call_hooks("before_tool_call", self, call, call.arguments, first_result=True)
-            if replaced is not None:
-                return self._answer(call, ToolCall.Status.SUCCEEDED, replaced)
-            status, text, error = run_tool(tool, self.ctx, arguments)
+            status, text, error = self._run_with_hooks(tool, call, arguments)
             if status == ToolCall.Status.FAILED and toolcalling_settings.TOOL_ERRORS == "raise":
                 self._answer(call, status, text, error)
                 raise ToolExecutionError(f"Tool {tool.name!r} failed: {error}")
-            # after_tool_call hooks see the outcome; it is saved with the result in _answer.
-            call.status, call.error = status, error
-            for hook in reversed(self.hooks):
-                changed = hook.after_tool_call(self, call, text)
-                if changed is not None:
-                    text = changed
             return self._answer(call, status, text, error)
         finally:
             telemetry.end_tool(span, call)
+
+    def run_approved(self, call: ToolCall, *, note: str = "") -> bool:
+        """Run one approved call (already moved to ``running``) with this turn's rebuilt context.
+
+        Used by the Celery task, not by ``run``: the conversation stays ``awaiting_approval`` and is
+        continued separately once every call of the answer is decided. ``note`` is put before the
+        result the model reads (e.g. that an approver changed the arguments). Tool errors always go
+        back to the model here, whatever ``TOOL_ERRORS`` says: nobody is waiting on a request to see
+        them raised. Returns False when the call had been answered meanwhile (a sweep marked it
+        failed), in which case nothing is stored twice.
+        """
+        span = telemetry.start_tool(self, call)
+        try:
+            status, text, error = self._run_approved_tool(call)
+            message = storage.answer_call_if(
+                call, from_status=ToolCall.Status.RUNNING, status=status, result=f"{note}{text}", error=error
+            )
+        finally:
+            telemetry.end_tool(span, call)
+        if message is None:
+            logger.warning("tool call %s was answered while it ran; its result is dropped: %s", call.pk, text)
+            return False
+        self._added(message)
+        signals.tool_call_finished.send(type(self.assistant), turn=self, tool_call=call)
+        self.emit("tool_call_finished", self._call_info(call))
+        return True
+
+    def _run_approved_tool(self, call: ToolCall) -> tuple[str, str, str]:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return ToolCall.Status.FAILED, f"Error: the tool {call.name!r} is not available.", ""
+        try:
+            arguments = tool.parse_arguments(call.arguments)
+        except InvalidArguments as exc:
+            return ToolCall.Status.FAILED, f"Error: invalid arguments for {tool.name}: {exc}.", ""
+        return self._run_with_hooks(tool, call, arguments)
+
+    def _run_with_hooks(self, tool: Tool, call: ToolCall, arguments: BaseModel) -> tuple[str, str, str]:
+        """``before_tool_call`` hooks, the tool, ``after_tool_call`` hooks: ``(status, text, error)``."""
+        call.started_at = call.started_at or timezone.now()
+        self.ctx.tool_call = call
+        signals.tool_call_started.send(type(self.assistant), turn=self, tool_call=call)
+        self.emit("tool_call_started", self._call_info(call))
+        replaced = self._call_hooks("before_tool_call", self, call, call.arguments, first_result=True)
+        if replaced is not None:
+            return ToolCall.Status.SUCCEEDED, replaced, ""
+        status, text, error = run_tool(tool, self.ctx, arguments)
+        if status == ToolCall.Status.FAILED and toolcalling_settings.TOOL_ERRORS == "raise":
+            return status, text, error
+        # after_tool_call hooks see the outcome; it is saved with the result when the call is answered.
+        call.status, call.error = status, error
+        for hook in reversed(self.hooks):
+            changed = hook.after_tool_call(self, call, text)
+            if changed is not None:
+                text = changed
+        return status, text, error
 
     # Ending -----------------------------------------------------------------------------------------
 

@@ -156,6 +156,24 @@ def answer_call(call: ToolCall, *, status: str, result: str, error: str = "") ->
     return _without_calls(message)
 
 
+def answer_call_if(
+    call: ToolCall, *, from_status: str, status: str, result: str, error: str = "", **fields: Any
+) -> Message | None:
+    """Answer the call only if it is still in ``from_status``; ``None`` when another process got there first.
+
+    ``fields`` (such as ``decided_by``) are written by the same conditional update.
+
+    The conditional ``UPDATE ... WHERE status = from_status`` is what makes a decision or a result
+    count once: of two racing writers exactly one updates the row and adds the tool message.
+    """
+    with transaction.atomic():
+        if not ToolCall.objects.filter(pk=call.pk, status=from_status).update(status=status, **fields):
+            return None
+        for name, value in fields.items():
+            setattr(call, name, value)
+        return answer_call(call, status=status, result=result, error=error)
+
+
 def close_open_calls(conversation: Conversation, reason: str) -> list[Message]:
     """Answer every call that was started but never answered, so the stored history stays valid.
 
