@@ -62,7 +62,7 @@ def test_a_customer_never_sees_another_customers_order(alice_api):
 
 
 @override_toolcalling(OFFLINE_MODEL=True)
-def test_cancelling_waits_for_approval(alice_api):
+def test_cancelling_waits_for_approval_and_staff_get_an_email(alice_api, mailoutbox):
     conversation, response = ask(alice_api, "Please cancel my order 20251120-0007")
     body = response.json()
     assert body["status"] == "awaiting_approval"
@@ -70,6 +70,9 @@ def test_cancelling_waits_for_approval(alice_api):
         ("cancel_order", "20251120-0007")
     ]
     assert Order.objects.get(order_no="20251120-0007").state == "placed"
+    (mail,) = [m for m in mailoutbox if m.subject == "Approval needed: cancel_order"]
+    assert mail.to == ["admin@example.com"]
+    assert "20251120-0007" in mail.body and "/admin/toolcalling/toolcall/" in mail.body
     _, again = ask(alice_api, "Hello?", conversation)
     assert again.status_code == 409
     assert Conversation.objects.get(pk=conversation).status == "awaiting_approval"

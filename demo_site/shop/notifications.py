@@ -1,4 +1,4 @@
-"""The README's e-mail receiver for ``approval_requested``, kept here so a test proves it works."""
+"""Tell the shop's staff by e-mail (the console backend in the demo) when a tool call waits for them."""
 
 from typing import Any
 
@@ -10,6 +10,7 @@ from django.urls import reverse
 
 
 def tell_approvers(sender: Any, tool_call: Any, **kwargs: Any) -> None:
+    """Receiver of ``toolcalling.signals.approval_requested``."""
     perm = Permission.objects.get(codename="approve_toolcall", content_type__app_label="toolcalling")
     approvers = (
         get_user_model()
