@@ -24,6 +24,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "toolcalling",
     "tests.testapp",
+    "tests.approvalapp",
+    "demo_site.shop",  # the demo shop is tested like any site using the app
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -67,3 +69,13 @@ REST_FRAMEWORK = {
 TOOLCALLING = {"MODEL": "test-model", "API_KEY": "test-key", "BASE_URL": "http://127.0.0.1:9/v1", "MAX_RETRIES": 0}
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
+# The broker the approval tests start (tests/approval/conftest.py); unused while tasks run eagerly.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6391/0")
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "redis://127.0.0.1:6391/1")
+
+# The approval tests start a real Celery worker with these variables set: it uses the Redis broker
+# (not eager mode), opens pytest-django's test database file, and talks to the tests' model server.
+if os.environ.get("TOOLCALLING_TEST_WORKER"):
+    CELERY_TASK_ALWAYS_EAGER = False
+    DATABASES["default"]["NAME"] = os.environ["TOOLCALLING_TEST_DB_NAME"]
+    TOOLCALLING["BASE_URL"] = os.environ["TOOLCALLING_TEST_BASE_URL"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pydantic import BaseModel
+
 from .context import ToolContext
 from .definitions import Tool
 from .exceptions import ImproperlyDefined
@@ -11,7 +13,10 @@ from .registry import assistants
 from .registry import tools as tool_registry
 
 if TYPE_CHECKING:
-    from .models import Conversation
+    from .loop import Listener
+    from .models import Conversation, ToolCall
+    from .runner import Stepper, TurnResult
+    from .structured import OutputSpec
 
 
 class Assistant:
@@ -26,6 +31,21 @@ class Assistant:
     model_options: ClassVar[dict[str, Any]] = {}  # extra chat.completions.create keyword arguments
     hooks: ClassVar[list[Any]] = []  # hook instances run around this assistant's loop
     permission: ClassVar[str | None] = None  # a Django permission needed to use this assistant at all
+    # Memory: "full" sends earlier turns with their tool calls and results, "final" only each question and
+    # its final answer. The budgets drop the oldest whole turns; None means no limit.
+    memory: ClassVar[str] = "full"
+    history_max_messages: ClassVar[int | None] = None
+    history_max_tokens: ClassVar[int | None] = None
+    # Structured output: a pydantic model the final answer must validate against (or per call, run(output_type=)).
+    output_type: ClassVar[type[BaseModel] | None] = None
+    output_mode: ClassVar[str | None] = None  # None: TOOLCALLING["OUTPUT_MODE"]
+    output_retries: ClassVar[int] = 3  # how often an invalid answer is sent back before the turn fails
+    output_strict: ClassVar[bool] = False  # json_schema "strict"; needs a schema that follows its rules
+    # Tool search: True, False, or None (on above TOOLCALLING["TOOL_SEARCH_THRESHOLD"] tools).
+    tool_search: ClassVar[bool | None] = None
+    tool_search_results: ClassVar[int] = 5  # how many matches one search returns (and adds to the offered tools)
+    # Extra fields added to every tool's schema (a pydantic model); see on_argument_extras.
+    argument_extras: ClassVar[type[BaseModel] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -40,6 +60,12 @@ class Assistant:
             raise ImproperlyDefined(f"Assistant {cls.__qualname__!r} cannot be used: " + "; ".join(problems) + ".")
         if not cls.name:
             cls.name = cls.id.replace("_", " ").replace("-", " ").capitalize()
+        from . import extras, memory
+
+        if cls.memory not in memory.POLICIES:
+            raise ImproperlyDefined(f"Assistant {cls.__qualname__!r}: memory must be one of {memory.POLICIES}.")
+        # Tools named by string may not be registered yet; the turn checks those when it starts.
+        extras.check(cls.argument_extras, [t for t in cls.tools if isinstance(t, Tool)], cls.__qualname__)
         assistants.register(cls)
 
     @classmethod
@@ -76,6 +102,55 @@ class Assistant:
         from .conf import toolcalling_settings
 
         return [*toolcalling_settings.HOOKS, *self.hooks]
+
+    def get_output_spec(self, output_type: type[BaseModel] | None = None) -> OutputSpec | None:
+        """How the final answer is asked for and checked; ``None`` for plain text answers."""
+        from .conf import toolcalling_settings
+        from .structured import OutputSpec
+
+        chosen = output_type or self.output_type
+        if chosen is None:
+            return None
+        return OutputSpec(
+            output_type=chosen,
+            mode=self.output_mode or toolcalling_settings.OUTPUT_MODE,
+            retries=self.output_retries,
+            strict=self.output_strict,
+        )
+
+    def on_argument_extras(self, call: ToolCall, extras: BaseModel) -> None:
+        """Receives the ``argument_extras`` the model filled for a call, before the tool runs.
+
+        They are stored on ``call.extras`` too (saved with the call's result); override to act on them."""
+
+    # Running outside a request ------------------------------------------------------------------------
+
+    def run(
+        self,
+        user: Any,
+        content: str,
+        conversation: Conversation | None = None,
+        *,
+        output_type: type[BaseModel] | None = None,
+        listeners: list[Listener] | None = None,
+    ) -> TurnResult:
+        """Run one turn from a shell, a management command or a task; a new conversation when none is given."""
+        from .runner import run_turn
+
+        return run_turn(self, user, content, conversation, output_type=output_type, listeners=listeners)
+
+    def steps(
+        self,
+        user: Any,
+        content: str,
+        conversation: Conversation | None = None,
+        *,
+        output_type: type[BaseModel] | None = None,
+    ) -> Stepper:
+        """Drive a turn one model answer at a time, deciding each requested call yourself."""
+        from .runner import Stepper
+
+        return Stepper(self, user, content, conversation, output_type=output_type)
 
     # Helpers --------------------------------------------------------------------------------------
 

@@ -22,13 +22,14 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
 
 @checks.register("toolcalling")
 def check_assistants(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    from .exceptions import NotRegistered
+    from . import extras
+    from .exceptions import ImproperlyDefined, NotRegistered
     from .registry import assistants
 
     errors: list[checks.CheckMessage] = []
     for assistant_cls in assistants.all():
         try:
-            assistant_cls().resolve_tools()
+            resolved = assistant_cls().resolve_tools()
         except NotRegistered as exc:
             errors.append(
                 checks.Error(
@@ -38,4 +39,32 @@ def check_assistants(app_configs: Any = None, **kwargs: Any) -> list[checks.Chec
                     id="toolcalling.E002",
                 )
             )
+            continue
+        try:
+            extras.check(assistant_cls.argument_extras, resolved, assistant_cls.__qualname__)
+        except ImproperlyDefined as exc:
+            errors.append(
+                checks.Error(str(exc), hint="Rename the extra fields.", obj=assistant_cls, id="toolcalling.E003")
+            )
     return errors
+
+
+@checks.register("toolcalling")
+def check_model_endpoint(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    from .conf import toolcalling_settings as s
+
+    try:
+        offline, api_key, base_url = s.OFFLINE_MODEL, s.API_KEY, s.BASE_URL
+    except ImproperlyConfigured:
+        return []  # reported by check_settings
+    if offline or api_key or base_url:
+        return []
+    return [
+        checks.Warning(
+            "No model endpoint is configured: TOOLCALLING has no API_KEY and OPENAI_API_KEY is not set, "
+            "so every turn will fail against OpenAI.",
+            hint='Set OPENAI_API_KEY, or TOOLCALLING["BASE_URL"] for a local server, '
+            'or TOOLCALLING["OFFLINE_MODEL"] = True for the offline demo model.',
+            id="toolcalling.W001",
+        )
+    ]

@@ -24,6 +24,7 @@ DEFAULTS: dict[str, Any] = {
     "MAX_CALLS_PER_TOOL": 40,
     "MAX_TOTAL_TOOL_CALLS": 150,
     "MAX_MODEL_CALLS": 50,
+    "STALE_TURN_TIMEOUT": 15 * 60,  # seconds without progress after which a "running" turn is taken over
     "ON_LIMIT_EXCEEDED": "return_error",
     "TOOL_ERRORS": "return_to_model",
     "HOOKS": [],  # dotted paths or hook instances run for every assistant
@@ -31,8 +32,12 @@ DEFAULTS: dict[str, Any] = {
     "MAX_MESSAGE_LENGTH": 20_000,
     # Approval.
     "APPROVAL_TIMEOUT": 24 * 60 * 60,  # seconds a call may wait for a decision
+    "APPROVAL_RUN_TIMEOUT": 60 * 60,  # seconds an approved call may be "running" before a sweep marks it failed
     # Tool search.
     "TOOL_SEARCH_THRESHOLD": 30,
+    # Structured output: "json_schema" (response_format with the schema) or "json_object" (the schema in the
+    # instructions, for endpoints without json_schema support).
+    "OUTPUT_MODE": "json_schema",
     # Observability.
     "LOG_PAYLOADS": False,  # put tool arguments and results in logs and spans
     # Events (streaming, background turns).
@@ -46,6 +51,7 @@ DEFAULTS: dict[str, Any] = {
 CHOICES: dict[str, tuple[str, ...]] = {
     "ON_LIMIT_EXCEEDED": ("raise", "return_error"),
     "TOOL_ERRORS": ("return_to_model", "raise"),
+    "OUTPUT_MODE": ("json_schema", "json_object"),
 }
 
 IMPORT_STRINGS = ("HOOKS",)
@@ -82,6 +88,9 @@ class ToolcallingSettings:
             "MAX_TOTAL_TOOL_CALLS",
             "MAX_MODEL_CALLS",
             "MAX_MESSAGE_LENGTH",
+            "APPROVAL_TIMEOUT",
+            "APPROVAL_RUN_TIMEOUT",
+            "STALE_TURN_TIMEOUT",
             "EVENTS_MAX_LEN",
             "EVENTS_TTL",
         ):

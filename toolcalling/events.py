@@ -25,7 +25,8 @@ from .conf import toolcalling_settings
 
 logger = logging.getLogger("toolcalling")
 
-# The types a turn publishes (see README "Streaming"); approval decisions add ``tool_call_decided``.
+# The types a turn publishes (see README "Streaming"); a call approved, rejected, cancelled or expired
+# adds ``tool_call_decided``.
 EVENT_TYPES = (
     "message",
     "delta",
@@ -189,8 +190,9 @@ def connect_signals() -> None:
     from . import signals
 
     setting_changed.connect(_reset_backend, dispatch_uid="toolcalling.events.reset")
-    signals.tool_call_approved.connect(_decided, dispatch_uid="toolcalling.events.approved")
-    signals.tool_call_rejected.connect(_decided, dispatch_uid="toolcalling.events.rejected")
+    for name in ("approved", "rejected", "cancelled", "expired"):
+        signal = getattr(signals, f"tool_call_{name}")
+        signal.connect(_decided, sender=None, dispatch_uid=f"toolcalling.events.{name}")
 
 
 def _decided(sender: Any, *, tool_call: Any, **kwargs: Any) -> None:

@@ -45,3 +45,11 @@ class ToolCallLimitExceeded(TurnError):
 
 class ConversationBusy(ToolcallingError):
     """The conversation is running a turn or waiting for approval and cannot take a new message."""
+
+
+class AlreadyDecided(ToolcallingError):
+    """The tool call is no longer waiting for a decision (another approver, the user or expiry came first)."""
+
+    def __init__(self, message: str, *, status: str) -> None:
+        super().__init__(message)
+        self.status = status

@@ -143,6 +143,12 @@ class ToolCall(models.Model):
     raw_arguments = models.TextField(
         blank=True, verbose_name=_("raw arguments"), help_text=_("The model's argument text, kept verbatim.")
     )
+    original_arguments = models.JSONField(
+        null=True,
+        blank=True,
+        verbose_name=_("original arguments"),
+        help_text=_("The arguments as the model sent them, kept when an approver edited them; empty otherwise."),
+    )
     extras = models.JSONField(
         default=dict,
         blank=True,

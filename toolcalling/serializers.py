@@ -18,6 +18,7 @@ class ToolCallSerializer(serializers.ModelSerializer):
             "call_id",
             "name",
             "arguments",
+            "original_arguments",
             "status",
             "result",
             "error",
@@ -102,3 +103,13 @@ class MessageInputSerializer(serializers.Serializer):
         if len(value) > limit:
             raise serializers.ValidationError(f"The message is too long ({len(value)} characters; at most {limit}).")
         return value
+
+
+class ApproveInputSerializer(serializers.Serializer):
+    arguments = serializers.JSONField(
+        required=False, help_text="Edited arguments to run the call with; checked against the tool's signature."
+    )
+
+
+class RejectInputSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)

@@ -8,9 +8,12 @@ model_call_finished = Signal()
 # sender: the Assistant class. kwargs: turn, tool_call.
 tool_call_started = Signal()
 tool_call_finished = Signal()
-# Approval. sender: ToolCall. kwargs: tool_call (and user, the approver, where a person decided).
+# Approval. sender: ToolCall. kwargs: tool_call (and user, the approver or the cancelling user, where a
+# person decided). Sent after the decision is stored; see docs/approval.md for a notification receiver.
 approval_requested = Signal()
 tool_call_approved = Signal()
-tool_call_rejected = Signal()
+tool_call_rejected = Signal()  # also kwargs: reason
+tool_call_cancelled = Signal()
+tool_call_expired = Signal()
 # sender: the Assistant class. kwargs: turn, messages.
 turn_finished = Signal()

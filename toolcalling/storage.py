@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Prefetch
+from django.db.models import F, Prefetch, Q
 from django.utils import timezone
 
 from .client import ModelReply
 from .models import Conversation, Message, ToolCall
 
 
-def claim(conversation: Conversation, *, from_statuses: Iterable[str]) -> bool:
-    """Move the conversation to ``running`` if it is in one of ``from_statuses``; one winner only."""
-    updated = Conversation.objects.filter(pk=conversation.pk, status__in=list(from_statuses)).update(
+def claim(conversation: Conversation, *, from_statuses: Iterable[str], stale_after: float | None = None) -> bool:
+    """Move the conversation to ``running`` if it is in one of ``from_statuses``; one winner only.
+
+    With ``stale_after`` (seconds), a turn that has been ``running`` without any progress for that
+    long (its process died) may be taken over too.
+    """
+    condition = Q(status__in=list(from_statuses))
+    if stale_after is not None:
+        cutoff = timezone.now() - datetime.timedelta(seconds=stale_after)
+        condition |= Q(status=Conversation.Status.RUNNING, updated_at__lt=cutoff)
+    updated = Conversation.objects.filter(condition, pk=conversation.pk).update(
         status=Conversation.Status.RUNNING, error="", updated_at=timezone.now()
     )
     if updated:
@@ -66,14 +75,17 @@ def _without_calls(message: Message) -> Message:
     return message
 
 
-def add_reply(conversation: Conversation, reply: ModelReply) -> tuple[Message, list[ToolCall]]:
-    """Store a model answer and its requested calls, and add its tokens to the conversation's totals."""
+def add_reply(conversation: Conversation, reply: ModelReply, *, data: Any = None) -> tuple[Message, list[ToolCall]]:
+    """Store a model answer and its requested calls, and add its tokens to the conversation's totals.
+
+    ``data`` is the structured output parsed from the answer, when the turn asked for one."""
     usage = reply.usage
     with transaction.atomic():
         message = Message.objects.create(
             conversation=conversation,
             role=Message.Role.ASSISTANT,
             content=reply.content or "",
+            data=data,
             model=reply.model,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
@@ -105,6 +117,7 @@ def add_usage(conversation: Conversation, prompt: int, completion: int, total: i
         prompt_tokens=F("prompt_tokens") + prompt,
         completion_tokens=F("completion_tokens") + completion,
         total_tokens=F("total_tokens") + total,
+        updated_at=timezone.now(),  # also the running turn's heartbeat, see claim()
     )
     conversation.prompt_tokens += prompt
     conversation.completion_tokens += completion
@@ -143,13 +156,34 @@ def answer_call(call: ToolCall, *, status: str, result: str, error: str = "") ->
     return _without_calls(message)
 
 
+def answer_call_if(
+    call: ToolCall, *, from_status: str, status: str, result: str, error: str = "", **fields: Any
+) -> Message | None:
+    """Answer the call only if it is still in ``from_status``; ``None`` when another process got there first.
+
+    ``fields`` (such as ``decided_by``) are written by the same conditional update.
+
+    The conditional ``UPDATE ... WHERE status = from_status`` is what makes a decision or a result
+    count once: of two racing writers exactly one updates the row and adds the tool message.
+    """
+    with transaction.atomic():
+        if not ToolCall.objects.filter(pk=call.pk, status=from_status).update(status=status, **fields):
+            return None
+        for name, value in fields.items():
+            setattr(call, name, value)
+        return answer_call(call, status=status, result=result, error=error)
+
+
 def close_open_calls(conversation: Conversation, reason: str) -> list[Message]:
-    """Answer every call still without a tool message, so the stored history stays valid after a failure."""
-    answered = set(conversation.messages.filter(role=Message.Role.TOOL).values_list("tool_call_id", flat=True))
-    messages = []
-    open_calls = conversation.tool_calls.exclude(status=ToolCall.Status.AWAITING_APPROVAL).order_by("id")
-    for call in open_calls:
-        if call.call_id not in answered:
-            status = call.status if call.is_final else ToolCall.Status.CANCELLED
-            messages.append(answer_call(call, status=status, result=f"Not run: {reason}", error=reason))
-    return messages
+    """Answer every call that was started but never answered, so the stored history stays valid.
+
+    A call gets its final status and its tool message together (``answer_call``), so the open
+    calls are exactly those still ``running`` or ``approved``; waiting ones keep waiting.
+    """
+    open_calls = conversation.tool_calls.filter(
+        status__in=[ToolCall.Status.RUNNING, ToolCall.Status.APPROVED]
+    ).order_by("message_id", "index")
+    return [
+        answer_call(call, status=ToolCall.Status.CANCELLED, result=f"Not run: {reason}", error=reason)
+        for call in open_calls
+    ]

@@ -8,22 +8,27 @@ from django.db.models import Prefetch, QuerySet
 from django.http import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from rest_framework import generics, mixins, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from . import approval
 from .assistant import Assistant
-from .exceptions import ConversationBusy, ModelError, NotRegistered, TurnError
+from .definitions import InvalidArguments
+from .exceptions import AlreadyDecided, ConversationBusy, ModelError, NotRegistered, TurnError
 from .loop import Turn
 from .models import Conversation, Message, ToolCall
-from .permissions import can_approve
+from .permissions import CanApproveToolCalls, can_approve
 from .registry import assistants
 from .serializers import (
     ApprovalToolCallSerializer,
+    ApproveInputSerializer,
     ConversationSerializer,
     MessageInputSerializer,
     MessageSerializer,
+    RejectInputSerializer,
     ToolCallSerializer,
 )
 from .streaming import EventStreamMixin, accepts_event_stream, start_background_turn, stream_turn
@@ -62,6 +67,18 @@ class ConversationViewSet(
 
     def perform_create(self, serializer: ConversationSerializer) -> None:
         serializer.save(user=self.request.user)
+
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: Any = None) -> Response:
+        """Cancel the calls still awaiting approval; the conversation can take a new message again."""
+        conversation = self.get_object()
+        cancelled = approval.cancel_waiting(conversation, request.user)
+        if not cancelled:
+            return Response(
+                {"detail": "No tool call of this conversation is waiting for approval.", "status": conversation.status},
+                status=status.HTTP_409_CONFLICT,
+            )
+        return Response({"status": conversation.status, "cancelled": ToolCallSerializer(cancelled, many=True).data})
 
 
 def own_conversation(request: Request, pk: Any) -> Conversation:
@@ -139,9 +156,48 @@ class MessageListView(EventStreamMixin, generics.GenericAPIView):
 
 
 class ToolCallViewSet(viewsets.ReadOnlyModelViewSet):
-    """Tool calls, filtered by ``?status=``: approvers see all, others their own."""
+    """Tool calls, filtered by ``?status=``: approvers see all, others their own; approvers decide."""
 
     permission_classes = [IsAuthenticated]
+
+    def get_permissions(self) -> list[Any]:
+        if self.action in ("approve", "reject"):
+            return [IsAuthenticated(), CanApproveToolCalls()]
+        return super().get_permissions()
+
+    @action(detail=True, methods=["post"])
+    def approve(self, request: Request, pk: Any = None) -> Response:
+        """Approve a waiting call, optionally with edited ``arguments``; a worker runs it."""
+        data = ApproveInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        call = self.get_object()
+        try:
+            approval.approve(call, request.user, data.validated_data.get("arguments"))
+        except InvalidArguments as exc:
+            return Response({"arguments": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        except AlreadyDecided as exc:
+            return self._already_decided(exc)
+        call.refresh_from_db()
+        return Response(ApprovalToolCallSerializer(call).data)
+
+    @action(detail=True, methods=["post"])
+    def reject(self, request: Request, pk: Any = None) -> Response:
+        """Reject a waiting call with a ``reason`` the model is told."""
+        data = RejectInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        call = self.get_object()
+        try:
+            approval.reject(call, request.user, data.validated_data["reason"])
+        except AlreadyDecided as exc:
+            return self._already_decided(exc)
+        call.refresh_from_db()
+        return Response(ApprovalToolCallSerializer(call).data)
+
+    @staticmethod
+    def _already_decided(exc: AlreadyDecided) -> Response:
+        return Response(
+            {"detail": str(exc), "status": exc.status, "code": "already_decided"}, status=status.HTTP_409_CONFLICT
+        )
 
     def get_serializer_class(self) -> type[ToolCallSerializer]:
         return ApprovalToolCallSerializer if can_approve(self.request.user) else ToolCallSerializer

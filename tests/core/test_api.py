@@ -29,7 +29,10 @@ def test_create_list_retrieve_patch_delete_own_conversations(api, alice):
     assert [c["id"] for c in listed] == [conv["id"]]
     patched = api.patch(URL + f"conversations/{conv['id']}/", {"title": "Orders"}, format="json")
     assert patched.json()["title"] == "Orders"
-    assert api.patch(URL + f"conversations/{conv['id']}/", {"status": "idle", "assistant": "x"}, format="json").status_code == 400
+    assert (
+        api.patch(URL + f"conversations/{conv['id']}/", {"status": "idle", "assistant": "x"}, format="json").status_code
+        == 400
+    )
     assert api.delete(URL + f"conversations/{conv['id']}/").status_code == 204
     assert not Conversation.objects.exists()
 
@@ -51,7 +54,12 @@ def test_unknown_assistant_is_a_400(api):
 
 @pytest.mark.parametrize(
     "payload,fragment",
-    [({}, "required"), ({"content": ""}, "blank"), ({"content": "   "}, "blank"), ({"content": "x" * 20_001}, "too long")],
+    [
+        ({}, "required"),
+        ({"content": ""}, "blank"),
+        ({"content": "   "}, "blank"),
+        ({"content": "x" * 20_001}, "too long"),
+    ],
 )
 def test_bad_message_input_is_a_400_and_nothing_is_stored(api, conversation, payload, fragment):
     response = api.post(URL + f"conversations/{conversation['id']}/messages/", payload, format="json")

@@ -10,7 +10,9 @@ from toolcalling.testutils import override_toolcalling
 
 
 def post(api, conversation, content="hi"):
-    return api.post(f"/api/toolcalling/conversations/{conversation['id']}/messages/", {"content": content}, format="json")
+    return api.post(
+        f"/api/toolcalling/conversations/{conversation['id']}/messages/", {"content": content}, format="json"
+    )
 
 
 def tool_messages(request_body):
@@ -235,3 +237,24 @@ def test_arguments_are_stored_as_sent(api, conversation, model):
     call = ToolCall.objects.get()
     assert json.loads(call.raw_arguments)["speed"] == "express"
     assert call.result == '{"order_no":"20250719-0032","speed":"express","city":"Oslo"}'
+
+
+def test_a_turn_whose_process_died_is_taken_over_and_its_open_calls_answered(api, conversation, model):
+    import datetime
+
+    from django.utils import timezone
+
+    conv = Conversation.objects.get(pk=conversation["id"])
+    Message.objects.create(conversation=conv, role="user", content="ship it")
+    asked = Message.objects.create(conversation=conv, role="assistant", content="")
+    ToolCall.objects.create(conversation=conv, message=asked, call_id="call_x", name="add", status="running")
+    Conversation.objects.filter(pk=conv.pk).update(status="running")
+    assert post(api, conversation, "hello?").status_code == 409  # still fresh: another turn may be running
+    Conversation.objects.filter(pk=conv.pk).update(updated_at=timezone.now() - datetime.timedelta(hours=1))
+    model.reply("Back again.")
+    response = post(api, conversation, "hello?")
+    assert response.status_code == 201
+    call = ToolCall.objects.get(call_id="call_x")
+    assert call.status == "cancelled" and call.result == "Not run: the turn was interrupted."
+    assert model.rejected == []
+    assert_stored_history_valid(conversation["id"])

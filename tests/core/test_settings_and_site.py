@@ -67,18 +67,53 @@ def test_admin_pages_show_conversations_messages_and_calls(staff_client, alice):
     conv = Conversation.objects.create(user=alice, assistant_id="helper", title="<b>orders</b>")
     msg = Message.objects.create(conversation=conv, role="assistant", content="")
     call = ToolCall.objects.create(
-        conversation=conv, message=msg, call_id="call_1", name="ship", arguments={"order_no": "<script>"}, status="failed"
+        conversation=conv,
+        message=msg,
+        call_id="call_1",
+        name="ship",
+        arguments={"order_no": "<script>"},
+        status="failed",
     )
     for url in (
         "/admin/toolcalling/conversation/",
         f"/admin/toolcalling/conversation/{conv.pk}/change/",
         "/admin/toolcalling/toolcall/?status__exact=failed",
+        f"/admin/toolcalling/toolcall/?conversation__user__id__exact={alice.pk}",
+        f"/admin/toolcalling/conversation/?user__id__exact={alice.pk}&assistant_id=helper",
         f"/admin/toolcalling/toolcall/{call.pk}/change/",
         "/admin/toolcalling/message/",
     ):
         response = staff_client.get(url)
         assert response.status_code == 200, url
     page = staff_client.get(f"/admin/toolcalling/toolcall/{call.pk}/change/").content.decode()
-    assert "&lt;script&gt;" in page and "<script>\"" not in page
+    assert "&lt;script&gt;" in page and '<script>"' not in page
     listing = staff_client.get("/admin/toolcalling/conversation/?status__exact=idle").content.decode()
     assert "&lt;b&gt;orders&lt;/b&gt;" in listing
+
+
+def test_no_endpoint_configured_is_a_warning(monkeypatch):
+    from toolcalling.checks import check_model_endpoint
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with override_settings(TOOLCALLING={}):
+        assert [w.id for w in check_model_endpoint()] == ["toolcalling.W001"]
+    with override_settings(TOOLCALLING={"OFFLINE_MODEL": True}):
+        assert check_model_endpoint() == []
+
+
+def test_an_assistant_naming_an_unknown_tool_fails_the_checks():
+    from toolcalling import Assistant
+    from toolcalling.checks import check_assistants
+    from toolcalling.registry import assistants
+
+    class Broken(Assistant):
+        id = "broken-check"
+        tools = ["add", "no_such_tool"]
+
+    try:
+        errors = check_assistants()
+        assert [e.id for e in errors] == ["toolcalling.E002"]
+        assert "no_such_tool" in errors[0].msg
+    finally:
+        assistants.unregister("broken-check")

@@ -1,0 +1,40 @@
+# Development tasks. `make demo` runs the demo shop; `make test` runs the test suite.
+
+VENV ?= .venv
+PY = $(VENV)/bin/python
+
+.PHONY: setup system-packages demo test lint
+
+# Reinstall only when the requirements or the package metadata change.
+$(VENV)/.installed: requirements/dev.txt requirements/base.txt pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements/dev.txt -e .
+	touch $@
+
+setup: $(VENV)/.installed
+
+# Without REDIS_URL approved tool calls run in the web process (eager Celery); with it a worker runs them,
+# and the trap stops that worker when the server exits.
+demo: setup
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py demo_setup
+	@if [ -n "$$REDIS_URL" ]; then \
+		$(VENV)/bin/celery -A demo_site worker -l info & worker=$$!; \
+		trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT; \
+		trap 'exit 130' INT TERM; \
+		$(PY) manage.py runserver 0.0.0.0:$${PORT:-8000}; \
+	else \
+		exec $(PY) manage.py runserver 0.0.0.0:$${PORT:-8000}; \
+	fi
+
+system-packages:
+	bash scripts/system-packages.sh
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+# The suite starts and stops the services it needs itself (redis-server, a Celery worker, Chromium).
+test: setup system-packages lint
+	$(PY) -m pytest

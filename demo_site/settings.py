@@ -1,0 +1,98 @@
+"""Settings of the demo shop: a small site that uses django-toolcalling the way a user's site would."""
+
+import os
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+VAR_DIR.mkdir(exist_ok=True)
+
+# A fixed fallback key is fine for a local demo with known passwords; set DJANGO_SECRET_KEY anywhere else.
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "demo-only-not-secret")
+DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
+# The demo server listens on 0.0.0.0 so it can be reached from outside a container.
+ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "*").split(",")
+# The port `make demo` serves on; only used to print the URL.
+DEMO_PORT = int(os.environ.get("PORT") or 8000)
+
+USE_TZ = True
+TIME_ZONE = "UTC"
+LANGUAGE_CODE = "en-us"
+ROOT_URLCONF = "demo_site.urls"
+WSGI_APPLICATION = "demo_site.wsgi.application"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "toolcalling",
+    "demo_site.shop",
+]
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": VAR_DIR / "demo.sqlite3",
+        # The web server and a Celery worker write to one file: wait for locks, take them up front, use WAL.
+        "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"},
+    }
+}
+
+STATIC_URL = "/static/"
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+}
+
+# A real model when an endpoint is configured; otherwise the built-in offline model, so the demo needs no key.
+DEMO_USES_OFFLINE_MODEL = not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
+if DEMO_USES_OFFLINE_MODEL:
+    TOOLCALLING = {"OFFLINE_MODEL": True, "MODEL": "toolcalling-offline"}
+else:
+    TOOLCALLING = {"MODEL": os.environ.get("TOOLCALLING_MODEL", "gpt-4o-mini")}
+
+# With REDIS_URL a worker runs approved tool calls; without it they run inside the approving request.
+CELERY_BROKER_URL = os.environ.get("REDIS_URL")
+CELERY_RESULT_BACKEND = None
+if not CELERY_BROKER_URL:
+    CELERY_TASK_ALWAYS_EAGER = True
+    CELERY_TASK_EAGER_PROPAGATES = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"toolcalling": {"handlers": ["console"], "level": "INFO"}},
+}

@@ -1,0 +1,16 @@
+"""URLs of the demo site: the chat page, sign-in, the admin and the toolcalling API."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from . import views
+
+urlpatterns = [
+    path("", views.chat, name="chat"),
+    # Customers are not staff, so they cannot use the admin's login page.
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("api/toolcalling/", include("toolcalling.urls")),
+]

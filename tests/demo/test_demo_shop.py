@@ -1,0 +1,78 @@
+"""The demo shop, end to end through the API with the built-in offline model (no network, no API key)."""
+
+import pytest
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from demo_site.shop.models import Order
+from toolcalling.models import Conversation, ToolCall
+from toolcalling.testutils import override_toolcalling
+
+URL = "/api/toolcalling/"
+
+
+@pytest.fixture
+def shop(db):
+    call_command("demo_setup", verbosity=0, stdout=open("/dev/null", "w"))
+
+
+@pytest.fixture
+def alice_api(shop, django_user_model):
+    client = APIClient()
+    client.force_authenticate(django_user_model.objects.get(username="alice"))
+    return client
+
+
+def ask(client, text, conversation=None):
+    if conversation is None:
+        conversation = client.post(URL + "conversations/", {"assistant": "shop"}, format="json").json()["id"]
+    response = client.post(URL + f"conversations/{conversation}/messages/", {"content": text}, format="json")
+    return conversation, response
+
+
+def test_demo_setup_is_idempotent(shop, django_user_model):
+    before = (django_user_model.objects.count(), Order.objects.count())
+    call_command("demo_setup", verbosity=0, stdout=open("/dev/null", "w"))
+    assert (django_user_model.objects.count(), Order.objects.count()) == before
+    assert django_user_model.objects.get(username="admin").is_superuser
+
+
+@override_toolcalling(OFFLINE_MODEL=True, MODEL="toolcalling-offline")
+def test_offline_model_answers_an_order_status_question(alice_api):
+    _, response = ask(alice_api, "Where is my order 20250719-0032?")
+    assert response.status_code == 201, response.content
+    messages = response.json()["messages"]
+    call = messages[1]["tool_calls"][0]
+    assert (call["name"], call["arguments"], call["status"]) == (
+        "get_order_status",
+        {"order_no": "20250719-0032"},
+        "succeeded",
+    )
+    assert "shipped" in messages[-1]["content"]
+    assert messages[1]["model"] == "toolcalling-offline"
+
+
+@override_toolcalling(OFFLINE_MODEL=True)
+def test_a_customer_never_sees_another_customers_order(alice_api):
+    _, response = ask(alice_api, "Where is my order 20251002-0041?")
+    call = ToolCall.objects.get()
+    assert call.status == "failed"
+    assert call.result == "Error: ValueError: No order 20251002-0041 for this customer."
+    assert "packed" not in response.json()["messages"][-1]["content"]
+
+
+@override_toolcalling(OFFLINE_MODEL=True)
+def test_cancelling_waits_for_approval_and_staff_get_an_email(alice_api, mailoutbox):
+    conversation, response = ask(alice_api, "Please cancel my order 20251120-0007")
+    body = response.json()
+    assert body["status"] == "awaiting_approval"
+    assert [(c["name"], c["arguments"]["order_no"]) for c in body["awaiting_approval"]] == [
+        ("cancel_order", "20251120-0007")
+    ]
+    assert Order.objects.get(order_no="20251120-0007").state == "placed"
+    (mail,) = [m for m in mailoutbox if m.subject == "Approval needed: cancel_order"]
+    assert mail.to == ["admin@example.com"]
+    assert "20251120-0007" in mail.body and "/admin/toolcalling/toolcall/" in mail.body
+    _, again = ask(alice_api, "Hello?", conversation)
+    assert again.status_code == 409
+    assert Conversation.objects.get(pk=conversation).status == "awaiting_approval"

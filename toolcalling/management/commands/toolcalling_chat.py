@@ -1,0 +1,82 @@
+"""``manage.py toolcalling_chat``: talk to an assistant from the terminal, as a given user."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from toolcalling.assistant import Assistant
+from toolcalling.exceptions import ConversationBusy, NotRegistered, TurnError
+from toolcalling.models import Conversation
+from toolcalling.runner import conversation_for
+
+
+class Command(BaseCommand):
+    help = (
+        "Chat with an assistant from the terminal: each line read from stdin is a message; answers and tool "
+        "activity are printed. --message sends one message and exits."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--user", required=True, help="The username the assistant acts for.")
+        parser.add_argument("--assistant", required=True, help="The assistant's id.")
+        parser.add_argument("--message", help="Send this one message and exit.")
+        parser.add_argument("--conversation", help="Continue this conversation (its id) instead of starting one.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        user_model = get_user_model()
+        try:
+            user = user_model._default_manager.get_by_natural_key(options["user"])
+        except user_model.DoesNotExist:
+            raise CommandError(f"No user {options['user']!r}.")
+        try:
+            assistant = Assistant.get(options["assistant"])
+        except NotRegistered as exc:
+            raise CommandError(str(exc))
+        conversation = None
+        if options["conversation"]:
+            conversation = Conversation.objects.filter(pk=options["conversation"], user=user).first()
+            if conversation is None:
+                raise CommandError(f"{options['user']} has no conversation {options['conversation']!r}.")
+        if options["message"] is not None:
+            self.say(assistant, user, options["message"], conversation)
+            return
+        interactive = sys.stdin.isatty()
+        if interactive:
+            self.stdout.write(f"Talking to {assistant.name} as {user.get_username()}. Ctrl-D ends.")
+        for line in sys.stdin:
+            text = line.strip()
+            if not text:
+                continue
+            conversation = self.say(assistant, user, text, conversation)
+
+    def say(self, assistant: Assistant, user: Any, text: str, conversation: Conversation | None) -> Conversation:
+        """Run one turn and print what happened; errors are printed, not raised, so a session goes on."""
+
+        def show(event: str, data: dict[str, Any]) -> None:
+            if event == "tool_call_started":
+                self.stdout.write(self.style.NOTICE(f"  -> {data['name']}"))
+            elif event == "tool_call_finished":
+                self.stdout.write(self.style.NOTICE(f"  <- {data['name']}: {data['status']}"))
+            elif event == "awaiting_approval":
+                names = ", ".join(c["name"] for c in data["tool_calls"])
+                self.stdout.write(self.style.WARNING(f"  waiting for a staff decision on: {names}"))
+
+        try:
+            conversation = conversation_for(assistant, user, conversation)
+        except (PermissionDenied, ValueError) as exc:
+            raise CommandError(str(exc))
+        try:
+            result = assistant.run(user, text, conversation, listeners=[show])
+        except (ConversationBusy, TurnError) as exc:
+            self.stderr.write(self.style.ERROR(f"error: {exc}"))
+            return conversation
+        if result.reply:
+            self.stdout.write(result.reply)
+        if result.output is not None:
+            self.stdout.write(result.output.model_dump_json(indent=2))
+        return result.conversation

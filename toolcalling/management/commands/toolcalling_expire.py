@@ -1,0 +1,25 @@
+"""``manage.py toolcalling_expire``: expire tool calls waiting past APPROVAL_TIMEOUT (for cron instead of beat)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from toolcalling import approval
+
+
+class Command(BaseCommand):
+    help = (
+        "Expire tool calls that waited longer than TOOLCALLING['APPROVAL_TIMEOUT'] for a decision (the model is "
+        "told and the conversation goes on), and fail approved calls left running by a stopped worker."
+    )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        expired = approval.expire()
+        stalled = approval.fail_stalled()
+        for call in expired:
+            self.stdout.write(f"expired #{call.pk} {call.name} (conversation {call.conversation_id})")
+        for call in stalled:
+            self.stdout.write(f"failed #{call.pk} {call.name}: {approval.WORKER_STOPPED}")
+        self.stdout.write(self.style.SUCCESS(f"{len(expired)} expired, {len(stalled)} failed."))
