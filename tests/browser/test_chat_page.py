@@ -1,0 +1,110 @@
+"""The chat page in a real browser: streamed answers, the wait for approval, and a staff decision arriving live."""
+
+import pytest
+from django.core.management import call_command
+from playwright.sync_api import Page, expect
+
+from demo_site.shop.models import Order
+from toolcalling.models import ToolCall
+
+STREAM_WATCH = """() => {
+  window.sawStreaming = false;
+  new MutationObserver(() => {
+    if (document.querySelector(".tc-streaming")) window.sawStreaming = true;
+  }).observe(document.body, { subtree: true, childList: true, characterData: true });
+}"""
+
+
+@pytest.fixture
+def shop(transactional_db):
+    call_command("demo_setup", verbosity=0, stdout=open("/dev/null", "w"))
+
+
+def sign_in(page: Page, url: str, username: str, password: str, button: str = "Sign in") -> None:
+    """Open a page that needs a login, fill the login form it redirects to, and land on the page."""
+    page.goto(url)
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name=button).click()
+
+
+def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(live_server, browser, model, shop):
+    model.call("get_order_status", {"order_no": "20250719-0032"})
+    model.reply("Order 20250719-0032 has shipped; it should arrive on 23 July 2025.")
+    model.call("cancel_order", {"order_no": "20251120-0007", "reason": "Changed my mind"})
+    model.reply("Order 20251120-0007 is cancelled now, as a staff member confirmed.")
+
+    customer = browser.new_context()
+    page = customer.new_page()
+    sign_in(page, live_server.url + "/chat/shop/", "alice", "alice-demo-pass")
+    expect(page.get_by_role("heading", name="Shop helper")).to_be_visible()
+    page.evaluate(STREAM_WATCH)
+
+    # Ask about an order: the answer streams in and the tool used is shown with its outcome.
+    box = page.get_by_label("Your message")
+    box.fill("Where is my order 20250719-0032?")
+    box.press("Enter")
+    messages = page.locator(".tc-messages")
+    expect(messages.locator(".tc-assistant").last).to_contain_text("should arrive on 23 July 2025", timeout=15_000)
+    expect(messages.locator(".tc-call", has_text="get_order_status")).to_contain_text("succeeded")
+    assert page.evaluate("window.sawStreaming") is True
+    expect(box).to_be_focused()
+
+    # Ask to cancel: the page says it waits for staff approval and names the waiting call.
+    box.fill("Please cancel my order 20251120-0007")
+    box.press("Enter")
+    waiting = page.locator(".tc-waiting")
+    expect(waiting).to_be_visible(timeout=15_000)
+    expect(waiting).to_contain_text("Waiting for staff approval")
+    expect(waiting).to_contain_text("cancel order")
+    expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    assert Order.objects.get(order_no="20251120-0007").state != Order.State.CANCELLED
+
+    # A staff member approves it in the admin, in a browser of their own.
+    staff = browser.new_context()
+    admin = staff.new_page()
+    waiting_calls = "/admin/toolcalling/toolcall/?status__exact=awaiting_approval"
+    sign_in(admin, live_server.url + waiting_calls, "admin", "admin-demo-pass", button="Log in")
+    call = ToolCall.objects.get(name="cancel_order")
+    admin.locator(f"input[name=_selected_action][value='{call.pk}']").check()
+    admin.locator("select[name=action]").select_option("approve_selected")
+    admin.get_by_role("button", name="Go").click()
+    expect(admin.locator(".messagelist")).to_be_visible()
+
+    # The customer's page shows the outcome and the answer, without a reload.
+    expect(messages.locator(".tc-assistant").last).to_contain_text("is cancelled now", timeout=15_000)
+    expect(waiting).to_be_hidden()
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+    expect(messages.locator(".tc-call", has_text="cancel_order")).to_contain_text("succeeded")
+    assert Order.objects.get(order_no="20251120-0007").state == Order.State.CANCELLED
+    model.assert_done()
+    customer.close()
+    staff.close()
+
+
+def test_the_chat_escapes_text_and_fits_a_phone(live_server, browser, model, shop):
+    model.reply('<img src=x onerror="window.injected=1"> <b>not bold</b>')
+    context = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    sign_in(page, live_server.url + "/chat/shop/", "alice", "alice-demo-pass")
+
+    # Keyboard only: an example question, then Enter.
+    page.get_by_role("button", name="Where is my order 20250719-0032?").focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_label("Your message")).to_be_focused()
+    expect(page.get_by_label("Your message")).to_have_value("Where is my order 20250719-0032?")
+    page.keyboard.press("Enter")
+
+    answer = page.locator(".tc-messages .tc-assistant").last
+    expect(answer).to_contain_text('<img src=x onerror="window.injected=1"> <b>not bold</b>', timeout=15_000)
+    assert answer.locator("img, b").count() == 0
+    assert page.evaluate("window.injected") is None
+    assert page.locator(".tc-messages").get_attribute("aria-live") == "polite"
+    # One column, nothing wider than the screen.
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    chat = page.locator(".tc-chat")
+    assert (
+        page.evaluate("getComputedStyle(document.querySelector('.tc-chat')).gridTemplateColumns.split(' ').length") == 1
+    )
+    expect(chat.get_by_role("navigation", name="Your conversations")).to_be_visible()
+    context.close()

@@ -1,0 +1,40 @@
+"""Template tags: ``{% toolcalling_chat "shop" %}`` renders a complete chat with one assistant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.core.exceptions import ImproperlyConfigured
+from django.urls import reverse
+
+from ..exceptions import NotRegistered
+from ..registry import assistants
+
+register = template.Library()
+
+
+@register.inclusion_tag("toolcalling/chat.html", takes_context=True)
+def toolcalling_chat(
+    context: template.Context, assistant_id: str, *, placeholder: str = "", examples: str = ""
+) -> dict[str, Any]:
+    """A chat with the assistant ``assistant_id`` for the signed-in user: their conversations, streamed
+    answers, tool activity, and the wait for staff approval. ``examples`` is a ``|``-separated list of
+    questions offered as buttons.
+
+    The page needs the user's session (the API uses it) and Django's CSRF protection as usual.
+    """
+    try:
+        assistant = assistants.get(assistant_id)()
+    except NotRegistered as exc:
+        raise ImproperlyConfigured(f"{{% toolcalling_chat {assistant_id!r} %}}: {exc}") from exc
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    return {
+        "assistant": assistant,
+        "allowed": user is not None and user.is_authenticated and assistant.has_permission(user),
+        "api_url": reverse("toolcalling:conversation-list"),
+        "placeholder": placeholder or f"Message {assistant.name}",
+        "examples": [e.strip() for e in examples.split("|") if e.strip()],
+        "element_id": f"toolcalling-chat-{assistant.id}",
+    }
