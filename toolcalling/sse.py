@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -12,6 +13,8 @@ from django.http import StreamingHttpResponse
 
 from . import events
 from .conf import toolcalling_settings
+
+logger = logging.getLogger("toolcalling")
 
 MEDIA_TYPE = "text/event-stream"
 RETRY_MS = 2000  # how soon a browser's EventSource reconnects
@@ -70,7 +73,13 @@ def follow(
         wait = min(keepalive, max(0.0, idle_timeout - (time.monotonic() - last_event_at)))
         if finished is not None:
             wait = min(wait, 0.5)  # look at the producer often, so a lost event cannot stall the stream
-        batch = events.read(conversation_id, after, wait)
+        try:
+            batch = events.read(conversation_id, after, wait)
+        except Exception:
+            # The stream's store went away (Redis restarting, say). End this response; the reader
+            # reconnects with its last event id and misses nothing that was kept.
+            logger.warning("reading the events of conversation %s failed", conversation_id, exc_info=True)
+            return
         for event in batch:
             after = event.seq
             yield format_event(event)

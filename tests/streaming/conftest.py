@@ -1,10 +1,63 @@
-"""Fixtures for streaming tests: a conversation of alice's made through the ORM (live servers share the DB)."""
+"""Fixtures for streaming tests: a conversation, and a real redis-server on port 6392 for the event stream."""
+
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
 
 import pytest
+from django.conf import settings
+from django.test import override_settings
 
+from toolcalling import events
 from toolcalling.models import Conversation
+
+REDIS_PORT = 6392  # the approval tests use 6391
+BROKER_URL = f"redis://127.0.0.1:{REDIS_PORT}/0"
+EVENTS_URL = f"redis://127.0.0.1:{REDIS_PORT}/1"
 
 
 @pytest.fixture
 def conv(alice) -> Conversation:
     return Conversation.objects.create(user=alice, assistant_id="helper")
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory) -> Iterator[str]:
+    """A redis-server of its own for the session; the event stream uses its database 1."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (apt-get install -y redis-server)")
+    import redis
+
+    workdir = tmp_path_factory.mktemp("redis-events")
+    process = subprocess.Popen(
+        [binary, "--port", str(REDIS_PORT), "--bind", "127.0.0.1", "--dir", str(workdir), "--save", ""]
+        + ["--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
+    client = redis.Redis.from_url(EVENTS_URL)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            assert process.poll() is None and time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+    client.flushall()
+    try:
+        yield EVENTS_URL
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture
+def redis_events(redis_url, model, monkeypatch) -> Iterator[str]:
+    """This process's events go to Redis, as with ``REDIS_URL`` set on a real site."""
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    with override_settings(TOOLCALLING=dict(settings.TOOLCALLING)):  # re-reads the settings, rebuilds the backend
+        assert isinstance(events.get_backend(), events.RedisBackend)
+        yield redis_url

@@ -2,59 +2,21 @@
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
-import pytest
-from django.conf import settings
-from django.test import override_settings
 
 from toolcalling import events
 from toolcalling.models import Message
 
 from .helpers import AUTH, SSE, Stream, parse, post_streamed
 
-REDIS_PORT = 6392  # the approval tests use 6391
-REDIS_URL = f"redis://127.0.0.1:{REDIS_PORT}/0"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory) -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed (apt-get install -y redis-server)")
-    import redis
-
-    workdir = tmp_path_factory.mktemp("redis-events")
-    process = subprocess.Popen(
-        [binary, "--port", str(REDIS_PORT), "--bind", "127.0.0.1", "--dir", str(workdir), "--save", ""]
-        + ["--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )
-    client = redis.Redis.from_url(REDIS_URL)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            assert process.poll() is None and time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-    client.flushall()
-    try:
-        yield REDIS_URL
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 def backend(redis_url: str, max_len: int = 100) -> events.RedisBackend:
@@ -94,15 +56,6 @@ def test_old_events_are_trimmed_but_numbers_go_on(redis_url):
     # MAXLEN ~ trims whole nodes only, so somewhat more than ten may stay; the newest always do.
     assert kept[-1].seq == 300 and len(kept) < 300
     assert [e.seq for e in kept] == list(range(kept[0].seq, 301))
-
-
-@pytest.fixture
-def redis_events(redis_url, model, monkeypatch) -> Iterator[str]:
-    """This process's events go to Redis, as with ``REDIS_URL`` set on a real site."""
-    monkeypatch.setenv("REDIS_URL", redis_url)
-    with override_settings(TOOLCALLING=dict(settings.TOOLCALLING)):  # re-reads the settings, rebuilds the backend
-        assert isinstance(events.get_backend(), events.RedisBackend)
-        yield redis_url
 
 
 def run_python(code: str, redis_url: str) -> str:

@@ -256,9 +256,14 @@
           this.showWaiting(data.tool_calls.filter((c) => c.status === "awaiting_approval"));
           break;
         case "tool_call_decided":
-          this.updateCall(data);
-          this.els.waitingText.textContent =
-            data.status === "approved" ? "A staff member approved it; it is running now:" : `${data.name} was ${label(data.status)}.`;
+          // A decision can arrive after the run it started has finished; only a waiting call changes.
+          if (this.els.messages.querySelector(`[data-call-id="${data.id}"] .tc-status-awaiting_approval`)) {
+            this.updateCall(data);
+          }
+          if (!this.els.waiting.hidden) {
+            this.els.waitingText.textContent =
+              data.status === "approved" ? "A staff member approved it; it is running now:" : `${data.name} was ${label(data.status)}.`;
+          }
           break;
         case "error":
           this.notice(data.detail, true);

@@ -1,0 +1,168 @@
+"""Background turns and staff decisions run by a real Celery worker process; their events reach the web
+process's readers through Redis."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.db import connection
+from django.test import override_settings
+
+from tests.celery_app import app as celery_app
+from toolcalling.models import Message, ToolCall
+from toolcalling.testing import OpenAICompatibleServer, ScriptedModel
+
+from .conftest import BROKER_URL
+from .helpers import AUTH, SSE, Stream, parse, post_streamed
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Switchboard:
+    """Forwards to the current test's ScriptedModel, so one model server serves the worker all module long."""
+
+    model_name = "scripted-model"
+
+    def __init__(self) -> None:
+        self.current = ScriptedModel()
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        return self.current(body)
+
+    def on_rejected(self, body: Any, errors: list[str]) -> None:
+        self.current.on_rejected(body, errors)
+
+
+@pytest.fixture(scope="module")
+def board() -> Iterator[tuple[Switchboard, str]]:
+    switchboard = Switchboard()
+    with OpenAICompatibleServer(switchboard) as server:
+        yield switchboard, server.base_url
+
+
+@pytest.fixture(scope="module")
+def worker_process(redis_url, board, django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[None]:
+    """A Celery worker of the test site on its own broker, its events going to the same Redis."""
+    log = tmp_path_factory.mktemp("stream-worker") / "worker.log"
+    with django_db_blocker.unblock():
+        db_name = str(connection.settings_dict["NAME"])
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "TOOLCALLING_TEST_WORKER": "1",
+        "TOOLCALLING_TEST_DB_NAME": db_name,
+        "TOOLCALLING_TEST_BASE_URL": board[1],
+        "CELERY_BROKER_URL": BROKER_URL,
+        "CELERY_RESULT_BACKEND": BROKER_URL,
+        "REDIS_URL": redis_url,
+    }
+    command = [sys.executable, "-m", "celery", "-A", "tests.celery_app", "worker", "--pool=threads"]
+    command += ["--concurrency=2", "-l", "info", "--hostname", "streaming-tests@%h", "--without-gossip"]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while "ready." not in log.read_text():
+        assert process.poll() is None, f"the Celery worker exited:\n{log.read_text()}"
+        assert time.monotonic() < deadline, f"the Celery worker did not start:\n{log.read_text()}"
+        time.sleep(0.1)
+    try:
+        yield
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+
+def reset_producers() -> None:
+    # The app keeps pools for the broker it used first; forget them so the new broker_url is used.
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def on_worker(worker_process, board, redis_events, transactional_db) -> Iterator[ScriptedModel]:
+    """Tasks go to the worker; this process and the worker ask the same scripted model."""
+    switchboard, base_url = board
+    switchboard.current = scripted = ScriptedModel()
+    saved = {key: celery_app.conf[key] for key in ("task_always_eager", "broker_url")}
+    celery_app.conf.update(task_always_eager=False, broker_url=BROKER_URL)
+    reset_producers()
+    merged = {**settings.TOOLCALLING, "BASE_URL": base_url, "API_KEY": "test-key", "MAX_RETRIES": 0}
+    merged["EVENTS_KEEPALIVE"] = 0.5  # streams whose reader left notice it soon, before Redis stops
+    try:
+        with override_settings(TOOLCALLING=merged):
+            yield scripted
+    finally:
+        celery_app.conf.update(saved)
+        reset_producers()
+        switchboard.current = ScriptedModel()
+
+
+def follow_until(base: str, conversation_id: Any, after: int, *types: str) -> Stream:
+    """Read the events endpoint until an event of each of ``types`` has arrived."""
+    url = f"{base}/api/toolcalling/conversations/{conversation_id}/events/"
+    wanted = set(types)
+
+    def seen_all(event: Any) -> bool:
+        wanted.discard(event.type)
+        return not wanted
+
+    with httpx2.Client(auth=AUTH, timeout=60) as client:
+        with client.stream("GET", url, params={"after": after}, headers=SSE) as response:
+            assert response.status_code == 200
+            return parse(response.iter_lines(), Stream(), stop=seen_all)
+
+
+def test_a_background_turn_on_the_worker_streams_to_the_web_process(live_server, on_worker, conv, api):
+    model = on_worker
+    model.call("add", {"a": 40, "b": 2})
+    model.reply("Forty-two, computed on the worker.")
+    accepted = api.post(f"/api/toolcalling/conversations/{conv.pk}/messages/", {"content": "40+2?", "background": True})
+    assert accepted.status_code == 202
+    assert accepted.json()["status"] == "running"  # answered before the worker ran the turn
+
+    stream = follow_until(live_server.url, conv.pk, accepted.json()["after"], "turn_end")
+    assert stream.events[-1].data["status"] == "idle"
+    stored = list(Message.objects.filter(conversation=conv).order_by("id"))
+    assert [e.data["id"] for e in stream.of("message")] == [m.pk for m in stored]
+    assert "".join(e.data["content"] for e in stream.of("delta")) == stored[-1].content
+    assert stored[-1].content == "Forty-two, computed on the worker."
+    model.assert_done()
+
+
+def test_a_staff_decision_run_by_the_worker_reaches_the_waiting_reader(live_server, on_worker, conv, api):
+    model = on_worker
+    model.call("delete_everything", {"confirm": "yes"})
+    waiting = post_streamed(live_server.url, conv.pk, "Delete it all")
+    assert waiting.events[-1].data["status"] == "awaiting_approval"
+    call = ToolCall.objects.get(conversation=conv)
+
+    carol = get_user_model().objects.create_user("carol", password="pw", is_staff=True)
+    carol.user_permissions.add(Permission.objects.get(codename="approve_toolcall"))
+    model.reply("Everything is deleted, as approved.")
+    with httpx2.Client(auth=("carol", "pw"), timeout=30) as staff:
+        approved = staff.post(f"{live_server.url}/api/toolcalling/tool-calls/{call.pk}/approve/", json={})
+        assert approved.status_code == 200, approved.text
+
+    stream = follow_until(live_server.url, conv.pk, int(waiting.events[-1].id), "turn_end", "tool_call_decided")
+    # Published by the web process when carol approved. approval.approve queues the run before it sends
+    # the signal, so the worker's events may come before or after this one.
+    decided = stream.of("tool_call_decided")
+    assert [(e.data["name"], e.data["status"]) for e in decided] == [("delete_everything", "approved")]
+    finished = stream.of("tool_call_finished")
+    assert [(e.data["name"], e.data["status"]) for e in finished] == [("delete_everything", "succeeded")]
+    assert stream.of("message")[-1].data["content"] == "Everything is deleted, as approved."
+    assert stream.of("turn_end")[-1].data["status"] == "idle"
+    model.assert_done()
