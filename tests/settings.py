@@ -1,6 +1,7 @@
 """Settings of the test site: the app plus a tiny test app with its own tools and assistants."""
 
 import os
+import socket
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -69,9 +70,19 @@ REST_FRAMEWORK = {
 TOOLCALLING = {"MODEL": "test-model", "API_KEY": "test-key", "BASE_URL": "http://127.0.0.1:9/v1", "MAX_RETRIES": 0}
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
-# The broker the approval tests start (tests/approval/conftest.py); unused while tasks run eagerly.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6391/0")
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "redis://127.0.0.1:6391/1")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# The approval tests start a private redis-server on this port; a free one, chosen once per run and
+# inherited by the worker process, so two test runs on one machine never share a broker.
+REDIS_PORT = int(os.environ.setdefault("TOOLCALLING_TEST_REDIS_PORT", str(_free_port())))
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", f"redis://127.0.0.1:{REDIS_PORT}/0")
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", f"redis://127.0.0.1:{REDIS_PORT}/1")
 
 # The approval tests start a real Celery worker with these variables set: it uses the Redis broker
 # (not eager mode), opens pytest-django's test database file, and talks to the tests' model server.

@@ -48,12 +48,9 @@ def tool_for(call: ToolCall) -> Tool:
 
 
 def validate_arguments(call: ToolCall, arguments: Any) -> dict[str, Any]:
-    """Check edited arguments against the tool's signature; raises ``InvalidArguments`` with a clear message."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError as exc:
-            raise InvalidArguments(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})")
+    """Check edited arguments (JSON text or a dict) against the tool's signature.
+
+    Raises ``InvalidArguments`` with a clear message, the same one the model would get."""
     try:
         tool = tool_for(call)
     except NotRegistered as exc:

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx2
 
+from . import offline_text as tx
 from .testing import mock_transport
 from .testing.scripted import Reply, ToolCall
 
@@ -23,170 +24,6 @@ __all__ = [
 
 OFFLINE_BASE_URL = "http://offline.toolcalling.invalid/v1"
 OFFLINE_MODEL_NAME = "toolcalling-offline"
-
-# A tool must share at least this much weighted vocabulary with the request before the offline
-# model calls it: one tool-name word (weight 3) is enough, a single description word (1) is not.
-MIN_SCORE = 2
-NAME_WEIGHT = 3
-PARAM_NAME_WEIGHT = 2
-TEXT_WEIGHT = 1
-PATTERN_BONUS = 2
-
-MAX_SUMMARY_LINES = 15
-MAX_VALUE_CHARS = 200
-MAX_CAPABILITIES = 8
-
-STOPWORDS = frozenset(
-    """
-    a an the is are was were be been am i me my mine you your yours we our us it its this that these those
-    what whats where wheres when who which how why can could would should will shall may might must do does
-    did done please pls tell show give get got for of to in on at by with about from into and or but not no
-    any some there here have has had need want let know hi hello hey thanks thank just up out so if then than
-    as also too very much many more most all one ok okay yes well im ive id
-    """.split()
-)
-
-QUERY_PARAM_WORDS = frozenset({"query", "q", "text", "search", "keyword", "keywords", "term", "terms", "phrase"})
-QUERY_PARAM_NAMES = frozenset({"topic", "prompt", "question", "message"}) | QUERY_PARAM_WORDS
-
-ABBREVIATIONS = {"no": "number", "num": "number", "nr": "number", "qty": "quantity", "id": "ID", "tz": "time zone"}
-
-EXAMPLE_RE = re.compile(
-    r"(?:\be\.g\.|\beg\.|\bfor example\b|\bsuch as\b|\blike\b)[:,]?\s*[\"'`]?([^\s\"'`,;()]+)",
-    re.IGNORECASE,
-)
-QUOTED_RE = re.compile(r"\"([^\"]+)\"|(?<!\w)'([^']+)'(?!\w)|\u201c([^\u201d]+)\u201d|\u2018([^\u2019]+)\u2019")
-NUMBER_RE = re.compile(r"(?<![\w.-])-?\d+(?:\.\d+)?(?![\w-])")
-WORD_RE = re.compile(r"[\w'-]+")
-FORMAT_PATTERNS = {
-    "date": r"\d{4}-\d{2}-\d{2}",
-    "date-time": r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?",
-    "email": r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
-    "uri": r"https?://[^\s\"'<>]+",
-    "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
-}
-
-
-# --- text helpers -------------------------------------------------------------------------------
-
-
-def _stem(word: str) -> str:
-    word = word.lower()
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-def _split_identifier(name: str) -> str:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return re.sub(r"[_\-.]+", " ", spaced)
-
-
-def _keywords(text: str) -> list[str]:
-    """Lowercased, stemmed, stopword-free words; digits are left out because they carry no topic."""
-    words = (_stem(w) for w in re.findall(r"[a-z0-9]+", text.lower().replace("'", "")))
-    return [w for w in words if w not in STOPWORDS and not w.isdigit()]
-
-
-def _message_text(message: Mapping[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(p.get("text", "") for p in content if isinstance(p, Mapping) and p.get("type") == "text")
-    return ""
-
-
-def _first_type(schema: Mapping[str, Any]) -> str | None:
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), None)
-    if kind is None and "enum" in schema:
-        return "enum"
-    return kind if isinstance(kind, str) else None
-
-
-def _example_pattern(example: str) -> str | None:
-    """Turn an example such as ``20250719-0032`` into a shape regex such as ``\\d{8}-\\d{4}``.
-
-    Plain words are not turned into patterns, as a shape like "five letters" would match
-    any word in the request.
-    """
-    example = example.rstrip(".:!?")
-    if not example or example.isalpha():
-        return None
-    parts: list[str] = []
-    for run in re.finditer(r"\d+|[A-Za-z]+|.", example):
-        token = run.group()
-        if token.isdigit():
-            parts.append(rf"\d{{{len(token)}}}")
-        elif token.isalpha():
-            parts.append("[A-Za-z]+")
-        else:
-            parts.append(re.escape(token))
-    return "".join(parts)
-
-
-def _value_pattern(schema: Mapping[str, Any]) -> str | None:
-    pattern = schema.get("pattern")
-    if isinstance(pattern, str):
-        stripped = pattern.removeprefix("^").removesuffix("$")
-        try:
-            re.compile(stripped)
-        except re.error:
-            pass
-        else:
-            return stripped
-    fmt = schema.get("format")
-    if isinstance(fmt, str) and fmt in FORMAT_PATTERNS:
-        return FORMAT_PATTERNS[fmt]
-    examples = schema.get("examples")
-    if isinstance(examples, list) and examples and isinstance(examples[0], str | int):
-        found = _example_pattern(str(examples[0]))
-        if found:
-            return found
-    description = schema.get("description")
-    if isinstance(description, str):
-        match = EXAMPLE_RE.search(description)
-        if match:
-            return _example_pattern(match.group(1))
-    return None
-
-
-def _example_text(schema: Mapping[str, Any]) -> str | None:
-    examples = schema.get("examples")
-    if isinstance(examples, list) and examples:
-        return str(examples[0])
-    description = schema.get("description")
-    if isinstance(description, str):
-        match = EXAMPLE_RE.search(description)
-        if match:
-            return match.group(1).rstrip(".:!?")
-    return None
-
-
-def _is_query_param(name: str) -> bool:
-    if name.lower() in QUERY_PARAM_NAMES:
-        return True
-    return any(part in QUERY_PARAM_WORDS for part in _split_identifier(name).lower().split())
-
-
-# --- the model ----------------------------------------------------------------------------------
-
-
-class _Spans:
-    """Character ranges of the request already used for some argument, so values are not reused."""
-
-    def __init__(self) -> None:
-        self._taken: list[tuple[int, int]] = []
-
-    def free(self, start: int, end: int) -> bool:
-        return all(end <= s or start >= e for s, e in self._taken)
-
-    def take(self, start: int, end: int) -> None:
-        self._taken.append((start, end))
 
 
 class OfflineModel:
@@ -206,7 +43,7 @@ class OfflineModel:
             return Reply(content=self._summarise_results(messages))
         if last.get("role") != "user":
             return Reply(content=self._capabilities(functions))
-        text = _message_text(last)
+        text = tx.message_text(last)
 
         forced: str | None = None
         choice = body.get("tool_choice")
@@ -242,29 +79,29 @@ class OfflineModel:
         weights: dict[str, int] = {}
 
         def add(text: str, weight: int) -> None:
-            for word in _keywords(text):
+            for word in tx.keywords(text):
                 weights[word] = max(weights.get(word, 0), weight)
 
-        add(_split_identifier(function.get("name", "")), NAME_WEIGHT)
-        add(str(function.get("description") or ""), TEXT_WEIGHT)
+        add(tx.split_identifier(function.get("name", "")), tx.NAME_WEIGHT)
+        add(str(function.get("description") or ""), tx.TEXT_WEIGHT)
         properties = (function.get("parameters") or {}).get("properties") or {}
         for param, schema in properties.items():
-            add(_split_identifier(param), PARAM_NAME_WEIGHT)
+            add(tx.split_identifier(param), tx.PARAM_NAME_WEIGHT)
             if isinstance(schema, Mapping):
-                add(str(schema.get("description") or ""), TEXT_WEIGHT)
+                add(str(schema.get("description") or ""), tx.TEXT_WEIGHT)
                 for value in schema.get("enum") or []:
-                    add(str(value), TEXT_WEIGHT)
+                    add(str(value), tx.TEXT_WEIGHT)
         return weights
 
     def _score(self, text: str, function: Mapping[str, Any]) -> int:
         vocabulary = self._tool_vocabulary(function)
-        score = sum(vocabulary.get(word, 0) for word in set(_keywords(text)))
+        score = sum(vocabulary.get(word, 0) for word in set(tx.keywords(text)))
         properties = (function.get("parameters") or {}).get("properties") or {}
         for schema in properties.values():
-            pattern = _value_pattern(schema) if isinstance(schema, Mapping) else None
+            pattern = tx.value_pattern(schema) if isinstance(schema, Mapping) else None
             if pattern and re.search(rf"(?<![\w-]){pattern}(?![\w-])", text):
                 # A value shaped exactly like this tool's argument is strong evidence.
-                score += PATTERN_BONUS
+                score += tx.PATTERN_BONUS
                 break
         return score
 
@@ -277,7 +114,7 @@ class OfflineModel:
             score = self._score(text, function)
             if score > best_score:  # strict ">" keeps the first-offered tool on ties
                 best, best_score = function, score
-        if best is None or (require_match and best_score < MIN_SCORE):
+        if best is None or (require_match and best_score < tx.MIN_SCORE):
             return None
         return best
 
@@ -287,14 +124,14 @@ class OfflineModel:
         parameters = function.get("parameters") or {}
         properties: Mapping[str, Any] = parameters.get("properties") or {}
         required = [name for name in parameters.get("required") or [] if name in properties]
-        spans = _Spans()
+        spans = tx.Spans()
         found: dict[str, Any] = {}
         schemas = {name: s for name, s in properties.items() if isinstance(s, Mapping)}
 
         # Most specific evidence first, so a loose rule cannot steal text a precise one needs.
         for name, schema in schemas.items():
-            if _first_type(schema) == "string" and "enum" not in schema:
-                pattern = _value_pattern(schema)
+            if tx.first_type(schema) == "string" and "enum" not in schema:
+                pattern = tx.value_pattern(schema)
                 if pattern:
                     value = self._take_match(rf"(?<![\w-]){pattern}(?![\w-])", text, spans)
                     if value is not None:
@@ -304,9 +141,9 @@ class OfflineModel:
                 value = self._match_enum(schema["enum"], text, spans)
                 if value is not None:
                     found[name] = value
-        quoted = [m for m in QUOTED_RE.finditer(text)]
+        quoted = [m for m in tx.QUOTED_RE.finditer(text)]
         for name, schema in schemas.items():
-            if name in found or _first_type(schema) != "string" or "enum" in schema:
+            if name in found or tx.first_type(schema) != "string" or "enum" in schema:
                 continue
             for match in quoted:
                 if spans.free(*match.span()):
@@ -314,23 +151,23 @@ class OfflineModel:
                     found[name] = next(group for group in match.groups() if group is not None)
                     break
         for name, schema in schemas.items():
-            kind = _first_type(schema)
+            kind = tx.first_type(schema)
             if name not in found and kind in ("integer", "number"):
                 value = self._take_number(schema, kind, text, spans)
                 if value is not None:
                     found[name] = value
-        name_words = set(_keywords(_split_identifier(function.get("name", ""))))
+        name_words = set(tx.keywords(tx.split_identifier(function.get("name", ""))))
         for name, schema in schemas.items():
-            if name not in found and _first_type(schema) == "string" and _is_query_param(name):
+            if name not in found and tx.first_type(schema) == "string" and tx.is_query_param(name):
                 words = [
                     match.group().strip("'-")
-                    for match in WORD_RE.finditer(text)
+                    for match in tx.WORD_RE.finditer(text)
                     if spans.free(*match.span()) and self._is_query_word(match.group(), name_words)
                 ]
                 if words:
                     found[name] = " ".join(words)
         for name in required:
-            if name not in found and _first_type(schemas.get(name, {})) == "boolean":
+            if name not in found and tx.first_type(schemas.get(name, {})) == "boolean":
                 found[name] = False
 
         for name in required:
@@ -344,11 +181,11 @@ class OfflineModel:
         # Words that only restate the tool's own name ("search", "products") are not the query.
         if word.isdigit():
             return True
-        keywords = set(_keywords(word))
+        keywords = set(tx.keywords(word))
         return bool(keywords) and not keywords <= name_words
 
     @staticmethod
-    def _take_match(pattern: str, text: str, spans: _Spans) -> str | None:
+    def _take_match(pattern: str, text: str, spans: tx.Spans) -> str | None:
         for match in re.finditer(pattern, text):
             if spans.free(*match.span()):
                 spans.take(*match.span())
@@ -356,7 +193,7 @@ class OfflineModel:
         return None
 
     @staticmethod
-    def _match_enum(options: list[Any], text: str, spans: _Spans) -> Any:
+    def _match_enum(options: list[Any], text: str, spans: tx.Spans) -> Any:
         lowered = text.lower()
         for option in options:
             needle = str(option).lower()
@@ -367,8 +204,8 @@ class OfflineModel:
         return None
 
     @staticmethod
-    def _take_number(schema: Mapping[str, Any], kind: str, text: str, spans: _Spans) -> int | float | None:
-        for match in NUMBER_RE.finditer(text):
+    def _take_number(schema: Mapping[str, Any], kind: str, text: str, spans: tx.Spans) -> int | float | None:
+        for match in tx.NUMBER_RE.finditer(text):
             if not spans.free(*match.span()):
                 continue
             raw = match.group()
@@ -386,18 +223,18 @@ class OfflineModel:
 
     @staticmethod
     def _ask_for(name: str, schema: Mapping[str, Any]) -> str:
-        if _is_query_param(name):
+        if tx.is_query_param(name):
             return "What should I look up?"
         label = ""
         description = schema.get("description")
         if isinstance(description, str):
             label = re.split(r",|;|\.\s|\(|\be\.g\.|\bfor example\b| - ", description, maxsplit=1)[0].strip()
         if not label or len(label.split()) > 6:
-            words = _split_identifier(name).lower().split()
-            label = " ".join(ABBREVIATIONS.get(word, word) for word in words)
+            words = tx.split_identifier(name).lower().split()
+            label = " ".join(tx.ABBREVIATIONS.get(word, word) for word in words)
         if not label.isupper():
             label = label[:1].lower() + label[1:]
-        example = _example_text(schema)
+        example = tx.example_text(schema)
         if isinstance(schema.get("enum"), list):
             options = ", ".join(str(option) for option in schema["enum"])
             return f"Which {label} ({options})?"
@@ -420,12 +257,12 @@ class OfflineModel:
         if not functions:
             return f"{intro} No tools are available here, so there is nothing I can do for you."
         lines = []
-        for function in functions[:MAX_CAPABILITIES]:
+        for function in functions[: tx.MAX_CAPABILITIES]:
             description = str(function.get("description") or "").strip()
             first_sentence = re.split(r"(?<=[.!?])\s", description, maxsplit=1)[0] if description else ""
-            lines.append(f"- {first_sentence or _split_identifier(function.get('name', ''))}")
-        if len(functions) > MAX_CAPABILITIES:
-            lines.append(f"- and {len(functions) - MAX_CAPABILITIES} more")
+            lines.append(f"- {first_sentence or tx.split_identifier(function.get('name', ''))}")
+        if len(functions) > tx.MAX_CAPABILITIES:
+            lines.append(f"- and {len(functions) - tx.MAX_CAPABILITIES} more")
         return f"{intro} Try asking about one of these:\n" + "\n".join(lines)
 
     def _summarise_results(self, messages: Sequence[Mapping[str, Any]]) -> str:
@@ -440,7 +277,7 @@ class OfflineModel:
         blocks: list[list[str]] = []
         for result in results:
             name = names.get(result.get("tool_call_id", ""), "tool")
-            blocks.append(self._describe_result(name, _message_text(result), named=len(results) > 1))
+            blocks.append(self._describe_result(name, tx.message_text(result), named=len(results) > 1))
         if len(blocks) == 1:
             lines = blocks[0]
         else:
@@ -448,9 +285,9 @@ class OfflineModel:
             for result, block in zip(results, blocks, strict=True):
                 lines.append(f"{names.get(result.get('tool_call_id', ''), 'tool')}:")
                 lines.extend(f"  {line}" for line in block)
-        if len(lines) > MAX_SUMMARY_LINES:
-            hidden = len(lines) - MAX_SUMMARY_LINES
-            lines = [*lines[:MAX_SUMMARY_LINES], f"... and {hidden} more lines"]
+        if len(lines) > tx.MAX_SUMMARY_LINES:
+            hidden = len(lines) - tx.MAX_SUMMARY_LINES
+            lines = [*lines[: tx.MAX_SUMMARY_LINES], f"... and {hidden} more lines"]
         return "\n".join(lines)
 
     def _describe_result(self, name: str, content: str, *, named: bool) -> list[str]:
@@ -470,7 +307,7 @@ class OfflineModel:
             for key, value in data.items():
                 if key == "error" and error:
                     continue
-                lines.append(f"{_split_identifier(str(key))}: {_clip(self._format_value(value))}")
+                lines.append(f"{tx.split_identifier(str(key))}: {_clip(self._format_value(value))}")
             return lines
         if isinstance(data, list):
             if not data:
@@ -494,7 +331,7 @@ class OfflineModel:
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "\u2026"
+    return text if len(text) <= tx.MAX_VALUE_CHARS else text[: tx.MAX_VALUE_CHARS - 1] + "\u2026"
 
 
 def offline_http_client() -> httpx2.Client:

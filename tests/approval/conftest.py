@@ -29,7 +29,7 @@ from tests.celery_app import app as celery_app
 from toolcalling.testing import OpenAICompatibleServer, ScriptedModel
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
-REDIS_PORT = 6391
+REDIS_PORT = settings.REDIS_PORT
 BROKER_URL = settings.CELERY_BROKER_URL
 RESULT_BACKEND = settings.CELERY_RESULT_BACKEND
 ROOT = Path(__file__).resolve().parents[2]
