@@ -155,15 +155,26 @@ def get_backend() -> Backend:
     return MemoryBackend(s.EVENTS_MAX_LEN)
 
 
+RETRY_AFTER = 5.0  # seconds to stop trying an unreachable stream, so a turn is not slowed per event
+_unreachable_until = 0.0
+
+
 def publish(conversation_id: Any, type: str, data: dict[str, Any]) -> Event | None:
     """Append an event to the conversation's stream; ``None`` if the stream could not be reached.
 
     The database stays the record of the conversation, so a stream outage must not fail the turn:
-    it is logged, and readers see the stored result when they reload the history.
+    each lost event is logged, and readers see the stored result when they reload the history.
     """
+    global _unreachable_until
+    if time.monotonic() < _unreachable_until:
+        logger.warning(
+            "%s event of conversation %s not published: the event stream is unreachable", type, conversation_id
+        )
+        return None
     try:
         return get_backend().publish(str(conversation_id), type, data)
     except Exception:
+        _unreachable_until = time.monotonic() + RETRY_AFTER
         logger.exception("could not publish the %s event of conversation %s", type, conversation_id)
         return None
 
@@ -179,8 +190,10 @@ def last_seq(conversation_id: Any) -> int:
 
 
 def _reset_backend(*, setting: str, **kwargs: Any) -> None:
+    global _unreachable_until
     if setting == "TOOLCALLING":
         get_backend.cache_clear()
+        _unreachable_until = 0.0
 
 
 def connect_signals() -> None:

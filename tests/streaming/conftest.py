@@ -1,6 +1,8 @@
 """Fixtures for streaming tests: a conversation, and a real redis-server on port 6392 for the event stream."""
 
+import os
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -12,7 +14,16 @@ from django.test import override_settings
 from toolcalling import events
 from toolcalling.models import Conversation
 
-REDIS_PORT = 6392  # the approval tests use 6391
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# A private redis-server on a free port (or TOOLCALLING_TEST_EVENTS_REDIS_PORT), so two test runs on
+# one machine, or the approval tests' server, never share streams or a broker.
+REDIS_PORT = int(os.environ.get("TOOLCALLING_TEST_EVENTS_REDIS_PORT") or _free_port())
 BROKER_URL = f"redis://127.0.0.1:{REDIS_PORT}/0"
 EVENTS_URL = f"redis://127.0.0.1:{REDIS_PORT}/1"
 
@@ -42,6 +53,7 @@ def redis_url(tmp_path_factory) -> Iterator[str]:
     while True:
         try:
             client.ping()
+            assert process.poll() is None, f"port {REDIS_PORT} is taken by another redis-server"
             break
         except redis.ConnectionError:
             assert process.poll() is None and time.monotonic() < deadline, "redis-server did not start"

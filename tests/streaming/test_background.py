@@ -51,3 +51,17 @@ def test_an_unreachable_broker_releases_the_conversation(model, conv, api):
     # The next message works.
     model.reply("Hello.")
     assert api.post(URL.format(conv.pk), {"content": "hi"}, format="json").status_code == 201
+
+
+@pytest.mark.toolcalling(EVENTS_REDIS_URL="redis://127.0.0.1:9/0")
+def test_an_unreachable_event_stream_does_not_fail_the_turn(model, conv, api, caplog):
+    model.call("add", {"a": 1, "b": 2})
+    model.reply("Three.")
+    response = api.post(URL.format(conv.pk), {"content": "1+2?"}, format="json")
+    assert response.status_code == 201 and response.json()["status"] == "idle"
+    assert [m["content"] for m in response.json()["messages"]][-1] == "Three."
+    lost = [r for r in caplog.records if "not published" in r.getMessage() or "could not publish" in r.getMessage()]
+    # Every event of the turn is in the log (user message, answer with a call, started, finished, tool
+    # message, answer, end); only the first one waited for a connection.
+    assert len(lost) == 7
+    assert sum("could not publish" in r.getMessage() for r in lost) == 1
