@@ -4,40 +4,7 @@
 
 (function () {
   const STREAM = "text/event-stream";
-
-  // Server-sent events over fetch() (EventSource cannot POST) --------------------------------------
-
-  // Calls onEvent({id, type, data}) per event and onId(id) for an "id:" line without data, which
-  // tells where the stream starts. Resolves when the server closes the stream.
-  async function readEvents(response, onEvent, onId) {
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    let fields = {};
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += decoder.decode(value, { stream: true });
-      let end;
-      while ((end = buffer.indexOf("\n")) >= 0) {
-        const line = buffer.slice(0, end).replace(/\r$/, "");
-        buffer = buffer.slice(end + 1);
-        if (line === "") {
-          if (fields.data !== undefined) {
-            onEvent({ id: Number(fields.id), type: fields.event || "message", data: JSON.parse(fields.data) });
-          } else if (fields.id !== undefined) {
-            onId(Number(fields.id));
-          }
-          fields = {};
-        } else if (!line.startsWith(":")) {
-          const colon = line.indexOf(":");
-          const name = colon < 0 ? line : line.slice(0, colon);
-          const text = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-          fields[name] = name === "data" && fields.data !== undefined ? `${fields.data}\n${text}` : text;
-        }
-      }
-    }
-  }
+  const readEvents = window.toolcallingReadEvents; // from sse.js, loaded first
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -95,13 +62,9 @@
         body: body === undefined ? undefined : JSON.stringify(body),
         signal,
       });
-      if (!response.ok) {
-        const data = await response.json().catch(() => null);
-        const error = new Error((data && data.detail) || (data && JSON.stringify(data)) || `The server answered ${response.status}.`);
-        error.status = response.status;
-        throw error;
-      }
-      return response;
+      if (response.ok) return response;
+      const data = await response.json().catch(() => null);
+      throw new Error((data && (data.detail || JSON.stringify(data))) || `The server answered ${response.status}.`);
     }
 
     async json(method, url, body) {
@@ -109,9 +72,7 @@
       return response.status === 204 ? null : response.json();
     }
 
-    url(id, rest = "") {
-      return `${this.api}${id}/${rest}`;
-    }
+    url = (id, rest = "") => `${this.api}${id}/${rest}`;
 
     // Conversations --------------------------------------------------------------------------------
 
@@ -378,9 +339,7 @@
       this.els.notice.classList.toggle("tc-error", Boolean(isError));
     }
 
-    activity(text) {
-      this.els.activity.textContent = text || "";
-    }
+    activity = (text) => (this.els.activity.textContent = text || "");
 
     // Wiring ---------------------------------------------------------------------------------------
 
