@@ -94,8 +94,10 @@ def approve(call: ToolCall, user: Any, arguments: Any = None) -> ToolCall:
         call.status, call.decided_by, call.decided_at = ToolCall.Status.APPROVED, user, now
         edited = " with edited arguments" if edit_note(call) else ""
         log_decision(call, user, f"Approved{edited}.")
+        # Sent inside the decision's transaction, so receivers (and the event stream) hear of the
+        # decision before the worker, started only after commit, can report the run.
+        signals.tool_call_approved.send(ToolCall, tool_call=call, user=user)
         transaction.on_commit(lambda: _enqueue_run(call.pk))
-    signals.tool_call_approved.send(ToolCall, tool_call=call, user=user)
     return call
 
 
@@ -107,7 +109,7 @@ def reject(call: ToolCall, user: Any, reason: str = "") -> ToolCall:
     with transaction.atomic():
         _decide(call, ToolCall.Status.REJECTED, text, decided_by=user, decided_at=now, decision_reason=reason)
         log_decision(call, user, f"Rejected: {reason}" if reason else "Rejected.")
-    signals.tool_call_rejected.send(ToolCall, tool_call=call, user=user, reason=reason)
+        signals.tool_call_rejected.send(ToolCall, tool_call=call, user=user, reason=reason)
     return call
 
 
