@@ -114,8 +114,9 @@ class RedisBackend:
     def __init__(self, url: str, max_len: int, ttl: int) -> None:
         import redis
 
-        # No read timeout: XREAD BLOCK waits on purpose. A dead server still fails fast on connect.
-        self.redis = redis.Redis.from_url(url, socket_connect_timeout=2, health_check_interval=30)
+        # No read timeout (redis-py's default is 5 s): XREAD BLOCK waits longer than that on purpose,
+        # up to EVENTS_KEEPALIVE. A dead server still fails fast on connect.
+        self.redis = redis.Redis.from_url(url, socket_timeout=None, socket_connect_timeout=2, health_check_interval=30)
         self.max_len = max_len
         self.ttl = ttl
         self._publish = self.redis.register_script(_PUBLISH)

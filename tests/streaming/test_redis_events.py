@@ -47,6 +47,13 @@ def test_a_blocked_reader_wakes_when_another_connection_publishes(redis_url):
     assert [(e.seq, e.type, e.data["content"]) for e in got] == [(1, "message", "hi")]
 
 
+def test_a_read_may_block_longer_than_the_redis_clients_default_socket_timeout(redis_url):
+    from redis._defaults import DEFAULT_SOCKET_TIMEOUT
+
+    # The events endpoint blocks up to EVENTS_KEEPALIVE (15 s by default) between keepalives.
+    assert backend(redis_url).read(str(uuid.uuid4()), 0, DEFAULT_SOCKET_TIMEOUT + 0.5) == []
+
+
 def test_old_events_are_trimmed_but_numbers_go_on(redis_url):
     writer = backend(redis_url, max_len=10)
     conversation = str(uuid.uuid4())
