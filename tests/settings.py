@@ -67,7 +67,14 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.BasicAuthentication",
     ],
 }
-TOOLCALLING = {"MODEL": "test-model", "API_KEY": "test-key", "BASE_URL": "http://127.0.0.1:9/v1", "MAX_RETRIES": 0}
+TOOLCALLING = {
+    "MODEL": "test-model",
+    "API_KEY": "test-key",
+    "BASE_URL": "http://127.0.0.1:9/v1",
+    "MAX_RETRIES": 0,
+    # Not the environment's REDIS_URL: tests that want Redis events start their own server.
+    "EVENTS_REDIS_URL": os.environ.get("TOOLCALLING_TEST_EVENTS_REDIS_URL", ""),
+}
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
 

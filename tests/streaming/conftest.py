@@ -70,6 +70,7 @@ def redis_url(tmp_path_factory) -> Iterator[str]:
 def redis_events(redis_url, model, monkeypatch) -> Iterator[str]:
     """This process's events go to Redis, as with ``REDIS_URL`` set on a real site."""
     monkeypatch.setenv("REDIS_URL", redis_url)
-    with override_settings(TOOLCALLING=dict(settings.TOOLCALLING)):  # re-reads the settings, rebuilds the backend
+    # None, the default: the URL comes from REDIS_URL. Overriding re-reads the settings and rebuilds the backend.
+    with override_settings(TOOLCALLING={**settings.TOOLCALLING, "EVENTS_REDIS_URL": None}):
         assert isinstance(events.get_backend(), events.RedisBackend)
         yield redis_url

@@ -64,7 +64,7 @@ def worker_process(redis_url, board, django_db_setup, django_db_blocker, tmp_pat
         "TOOLCALLING_TEST_BASE_URL": board[1],
         "CELERY_BROKER_URL": BROKER_URL,
         "CELERY_RESULT_BACKEND": BROKER_URL,
-        "REDIS_URL": redis_url,
+        "TOOLCALLING_TEST_EVENTS_REDIS_URL": redis_url,
     }
     command = [sys.executable, "-m", "celery", "-A", "tests.celery_app", "worker", "--pool=threads"]
     command += ["--concurrency=2", "-l", "info", "--hostname", "streaming-tests@%h", "--without-gossip"]
