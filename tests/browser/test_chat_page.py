@@ -56,7 +56,7 @@ def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(l
     waiting = page.locator(".tc-waiting")
     expect(waiting).to_be_visible(timeout=15_000)
     expect(waiting).to_contain_text("Waiting for staff approval")
-    expect(waiting).to_contain_text("cancel order")
+    expect(waiting).to_contain_text("cancel order (order no: 20251120-0007, reason: Changed my mind)")
     expect(page.get_by_role("button", name="Send")).to_be_disabled()
     assert Order.objects.get(order_no="20251120-0007").state != Order.State.CANCELLED
 

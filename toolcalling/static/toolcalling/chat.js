@@ -14,6 +14,13 @@
   }
 
   const label = (status) => String(status || "").replace(/_/g, " ");
+  // "cancel order (order no: 20251120-0007)": the history has the user's own arguments; events never do.
+  const describeCall = (call) => {
+    const shown = Object.entries(call.arguments || {}).filter(([, value]) => value !== null && value !== "");
+    if (!shown.length) return label(call.name);
+    const text = (value) => (typeof value === "object" ? JSON.stringify(value) : String(value));
+    return `${label(call.name)} (${shown.map(([key, value]) => `${label(key)}: ${text(value)}`).join(", ")})`;
+  };
 
   class Chat {
     constructor(root) {
@@ -322,7 +329,7 @@
     showWaiting(calls) {
       this.status = "awaiting_approval";
       this.els.waitingText.textContent = "A staff member has to confirm this before it runs:";
-      this.els.waitingCalls.replaceChildren(...calls.map((call) => el("li", null, label(call.name))));
+      this.els.waitingCalls.replaceChildren(...calls.map((call) => el("li", null, describeCall(call))));
       this.els.waiting.hidden = false;
       this.setSending(this.sending);
     }
