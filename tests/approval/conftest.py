@@ -101,6 +101,33 @@ def model_switchboard() -> Iterator[tuple[Switchboard, str]]:
         yield board, server.base_url
 
 
+def start_worker(base_url: str, log: Path, *options: str) -> subprocess.Popen:
+    """A Celery worker process of the test site: the test database file, this run's broker and model server."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "TOOLCALLING_TEST_WORKER": "1",
+        "CELERY_BROKER_URL": BROKER_URL,
+        "CELERY_RESULT_BACKEND": RESULT_BACKEND,
+        "TOOLCALLING_TEST_DB_NAME": str(connection.settings_dict["NAME"]),
+        "TOOLCALLING_TEST_BASE_URL": base_url,
+    }
+    command = [sys.executable, "-m", "celery", "-A", "tests.celery_app", "worker", "-l", "warning", *options]
+    command += ["--without-gossip", "--without-mingle"]  # workers of a test need not know of each other
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+
+
+def wait_for_worker(process: subprocess.Popen, log: Path, hostname: str) -> None:
+    """Until the worker answers a ping by its name (it consumes its queues from then on)."""
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"the Celery worker exited:\n{log.read_text()}")
+        return any(hostname in reply for reply in celery_app.control.ping(timeout=0.5) or [])
+
+    wait_until(ready, timeout=60, what=f"the Celery worker {hostname}")
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(
     redis_server: str,
@@ -111,26 +138,10 @@ def celery_worker_process(
     """One worker for the session, started after the test database exists, stopped at the end."""
     _, base_url = model_switchboard
     log = tmp_path_factory.mktemp("worker") / "worker.log"
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "TOOLCALLING_TEST_WORKER": "1",
-        "CELERY_BROKER_URL": BROKER_URL,
-        "CELERY_RESULT_BACKEND": RESULT_BACKEND,
-        "TOOLCALLING_TEST_DB_NAME": str(connection.settings_dict["NAME"]),
-        "TOOLCALLING_TEST_BASE_URL": base_url,
-    }
-    command = [sys.executable, "-m", "celery", "-A", "tests.celery_app", "worker"]
-    command += ["--pool=threads", "--concurrency=4", "-l", "warning", "--hostname", "approval-tests@%h"]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-
-    def ready() -> bool:
-        if process.poll() is not None:
-            raise RuntimeError(f"the Celery worker exited:\n{log.read_text()}")
-        return bool(celery_app.control.ping(timeout=0.5))
-
+    hostname = f"approval-tests-{os.getpid()}@localhost"
+    process = start_worker(base_url, log, "--pool=threads", "--concurrency=4", "--hostname", hostname)
     try:
-        wait_until(ready, timeout=60, what="the Celery worker")
+        wait_for_worker(process, log, hostname)
         yield process
     finally:
         process.send_signal(signal.SIGTERM)  # warm shutdown: running tasks finish first

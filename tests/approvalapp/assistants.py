@@ -9,7 +9,7 @@ class OpsAssistant(Assistant):
     id = "ops"
     name = "Ops"
     instructions = "You run operations; some need a staff member's approval."
-    tools = ["bump", "refund", "add", "whoami"]
+    tools = ["bump", "refund", "add", "whoami", "slow_bump"]
 
     def get_context_extra(self, user: Any, conversation: Any) -> dict[str, Any]:
         return {"tenant": "ops-tenant"}

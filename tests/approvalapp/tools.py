@@ -1,6 +1,7 @@
 """Gated tools of the approval tests."""
 
 import os
+import time
 
 from django.db.models import F
 
@@ -39,3 +40,17 @@ def refund(ctx: ToolContext, order_no: str, amount: float) -> str:
     counter, _ = Counter.objects.get_or_create(name=f"refund-{order_no}")
     Counter.objects.filter(pk=counter.pk).update(value=F("value") + 1)
     return f"refunded {amount:.2f} on {order_no} for {ctx.user.get_username()}"
+
+
+@tool(requires_approval=True)
+def slow_bump(ctx: ToolContext, name: str, release_file: str) -> str:
+    """Add one to a counter, then wait until a file exists (so a test can stop its worker mid-run)."""
+    with open(f"{release_file}.pid", "w") as pid_file:
+        pid_file.write(str(os.getpid()))  # tells the test which process runs it
+    counter, _ = Counter.objects.get_or_create(name=name)
+    Counter.objects.filter(pk=counter.pk).update(value=F("value") + 1)
+    for _ in range(600):
+        if os.path.exists(release_file):
+            return "released"
+        time.sleep(0.1)
+    return "gave up waiting"

@@ -1,0 +1,93 @@
+"""A worker killed while it runs an approved call: the call is never run again, and ends ``failed``."""
+
+import os
+import signal
+from datetime import timedelta
+
+import pytest
+import redis
+from django.conf import settings
+from django.utils import timezone
+
+from tests.approval.conftest import start_worker, wait_for_worker, wait_until
+from tests.approval.test_worker import final_answer, post
+from tests.approvalapp.models import Counter
+from tests.celery_app import app as celery_app
+from toolcalling import approval
+from toolcalling.conf import toolcalling_settings
+from toolcalling.models import ToolCall
+
+QUEUE = "approval-runs-that-die"
+
+
+@pytest.fixture
+def dying_queue():
+    """Approved runs go to a queue only the test's own worker consumes; continuations stay on the session's."""
+    celery_app.conf.task_routes = {"toolcalling.run_approved_tool_call": {"queue": QUEUE}}
+    reroute()
+    try:
+        yield QUEUE
+    finally:
+        celery_app.conf.task_routes = None
+        reroute()
+
+
+def reroute():
+    """The app reads task_routes into a router once; build both again from the current setting."""
+    celery_app.amqp.flush_routes()
+    celery_app.amqp.router = celery_app.amqp.Router()
+
+
+def test_a_worker_killed_mid_run_leaves_the_call_failed_and_never_runs_it_again(
+    api, ops, approver_api, worker_model, model_switchboard, dying_queue, tmp_path
+):
+    _, base_url = model_switchboard
+    hostname = f"dying-{os.getpid()}@localhost"
+    log = tmp_path / "dying.log"
+    # A thread pool: the task runs in the worker's own process, so SIGKILL stops it mid-run, and the
+    # worker's event loop stays free to send the acknowledgement as the task starts.
+    doomed = start_worker(base_url, log, "--pool=threads", "--concurrency=1", "-Q", QUEUE, "--hostname", hostname)
+    try:
+        wait_for_worker(doomed, log, hostname)
+        release_file = tmp_path / "never"
+        worker_model.call("slow_bump", {"name": "doomed", "release_file": str(release_file)})
+        call_id = post(api, ops, "bump slowly").json()["awaiting_approval"][0]["id"]
+        assert approver_api.post(f"/api/toolcalling/tool-calls/{call_id}/approve/").status_code == 200
+        wait_until(
+            lambda: Counter.objects.filter(name="doomed", value=1).exists(), what="the tool to start on the worker"
+        )
+        assert ToolCall.objects.get(pk=call_id).status == "running"
+        assert int((tmp_path / "never.pid").read_text()) == doomed.pid  # it runs on the worker we kill
+        # acks_late=False: the worker acknowledged the task as it started it, before the tool finished.
+        broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+        wait_until(lambda: broker.hlen("unacked") == 0, what="the worker to acknowledge the task")
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait(timeout=10)
+    finally:
+        if doomed.poll() is None:
+            doomed.kill()
+            doomed.wait(timeout=10)
+
+    # A new worker on the same queue finds nothing to run: the task was acknowledged when it was received.
+    revived = start_worker(
+        base_url, tmp_path / "revived.log", "--pool=solo", "-Q", QUEUE, "--hostname", f"re{hostname}"
+    )
+    try:
+        wait_for_worker(revived, tmp_path / "revived.log", f"re{hostname}")
+        assert broker.llen(QUEUE) == 0
+        assert broker.hlen("unacked") == 0  # nothing the transport would deliver again
+        assert ToolCall.objects.get(pk=call_id).status == "running"
+    finally:
+        revived.terminate()
+        revived.wait(timeout=30)
+
+    # The sweep (toolcalling_expire / the periodic task) marks it failed after APPROVAL_RUN_TIMEOUT.
+    worker_model.reply("Sorry, that may or may not have happened.")
+    later = timezone.now() + timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT + 1)
+    assert [c.pk for c in approval.fail_stalled(now=later)] == [call_id]
+    call = ToolCall.objects.get(pk=call_id)
+    assert call.status == "failed"
+    assert call.error == approval.WORKER_STOPPED
+    assert "whether it took effect is unknown" in call.result
+    assert final_answer(api, ops)[-1]["content"] == "Sorry, that may or may not have happened."
+    assert Counter.objects.get(name="doomed").value == 1  # ran once, never again
