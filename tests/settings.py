@@ -1,8 +1,9 @@
 """Settings of the test site: the app plus a tiny test app with its own tools and assistants."""
 
 import os
-import socket
 from pathlib import Path
+
+from tests.services import free_port
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TOOLCALLING_TEST_VAR", BASE_DIR / "var" / "test"))
@@ -79,15 +80,9 @@ CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 # The approval tests start a private redis-server on this port; a free one, chosen once per run and
 # inherited by the worker process, so two test runs on one machine never share a broker.
-REDIS_PORT = int(os.environ.setdefault("TOOLCALLING_TEST_REDIS_PORT", str(_free_port())))
+REDIS_PORT = int(os.environ.setdefault("TOOLCALLING_TEST_REDIS_PORT", str(free_port())))
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", f"redis://127.0.0.1:{REDIS_PORT}/0")
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", f"redis://127.0.0.1:{REDIS_PORT}/1")
 

@@ -6,8 +6,8 @@ import threading
 
 from django.db import connection
 
-from tests.approval.conftest import wait_until
 from tests.approvalapp.models import Counter
+from tests.services import wait_until
 from toolcalling import approval
 from toolcalling.exceptions import AlreadyDecided
 from toolcalling.models import Conversation, Message, ToolCall

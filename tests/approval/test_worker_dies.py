@@ -1,6 +1,5 @@
 """A worker killed while it runs an approved call: the call is never run again, and ends ``failed``."""
 
-import os
 import signal
 from datetime import timedelta
 
@@ -9,10 +8,11 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
-from tests.approval.conftest import start_worker, wait_for_worker, wait_until
+from tests.approval.conftest import start_worker
 from tests.approval.test_worker import final_answer, post
 from tests.approvalapp.models import Counter
 from tests.celery_app import app as celery_app
+from tests.services import wait_for_worker, wait_until
 from toolcalling import approval
 from toolcalling.conf import toolcalling_settings
 from toolcalling.models import ToolCall
@@ -42,13 +42,12 @@ def test_a_worker_killed_mid_run_leaves_the_call_failed_and_never_runs_it_again(
     api, ops, approver_api, worker_model, model_switchboard, dying_queue, tmp_path
 ):
     _, base_url = model_switchboard
-    hostname = f"dying-{os.getpid()}@localhost"
     log = tmp_path / "dying.log"
     # A thread pool: the task runs in the worker's own process, so SIGKILL stops it mid-run, and the
     # worker's event loop stays free to send the acknowledgement as the task starts.
-    doomed = start_worker(base_url, log, "--pool=threads", "--concurrency=1", "-Q", QUEUE, "--hostname", hostname)
+    doomed = start_worker(base_url, log, "--pool=threads", "--concurrency=1", "-Q", QUEUE, "--hostname", "dying@%h")
     try:
-        wait_for_worker(doomed, log, hostname)
+        wait_for_worker(doomed, log)
         release_file = tmp_path / "never"
         worker_model.call("slow_bump", {"name": "doomed", "release_file": str(release_file)})
         call_id = post(api, ops, "bump slowly").json()["awaiting_approval"][0]["id"]
@@ -69,11 +68,9 @@ def test_a_worker_killed_mid_run_leaves_the_call_failed_and_never_runs_it_again(
             doomed.wait(timeout=10)
 
     # A new worker on the same queue finds nothing to run: the task was acknowledged when it was received.
-    revived = start_worker(
-        base_url, tmp_path / "revived.log", "--pool=solo", "-Q", QUEUE, "--hostname", f"re{hostname}"
-    )
+    revived = start_worker(base_url, tmp_path / "revived.log", "-Q", QUEUE, "--hostname", "revived@%h")
     try:
-        wait_for_worker(revived, tmp_path / "revived.log", f"re{hostname}")
+        wait_for_worker(revived, tmp_path / "revived.log")
         assert broker.llen(QUEUE) == 0
         assert broker.hlen("unacked") == 0  # nothing the transport would deliver again
         assert ToolCall.objects.get(pk=call_id).status == "running"

@@ -1,13 +1,7 @@
 """Background turns and staff decisions run by a real Celery worker process; their events reach the web
 process's readers through Redis."""
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -18,36 +12,19 @@ from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test import override_settings
 
+from tests import services
 from tests.celery_app import app as celery_app
 from toolcalling.models import Message, ToolCall
-from toolcalling.testing import OpenAICompatibleServer, ScriptedModel
+from toolcalling.testing import ScriptedModel
 
 from .conftest import BROKER_URL
 from .helpers import AUTH, SSE, Stream, parse, post_streamed
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-class Switchboard:
-    """Forwards to the current test's ScriptedModel, so one model server serves the worker all module long."""
-
-    model_name = "scripted-model"
-
-    def __init__(self) -> None:
-        self.current = ScriptedModel()
-
-    def __call__(self, body: dict[str, Any]) -> Any:
-        return self.current(body)
-
-    def on_rejected(self, body: Any, errors: list[str]) -> None:
-        self.current.on_rejected(body, errors)
-
 
 @pytest.fixture(scope="module")
-def board() -> Iterator[tuple[Switchboard, str]]:
-    switchboard = Switchboard()
-    with OpenAICompatibleServer(switchboard) as server:
-        yield switchboard, server.base_url
+def board() -> Iterator[tuple[services.Switchboard, str]]:
+    with services.switchboard_server() as switchboard:
+        yield switchboard
 
 
 @pytest.fixture(scope="module")
@@ -57,32 +34,17 @@ def worker_process(redis_url, board, django_db_setup, django_db_blocker, tmp_pat
     with django_db_blocker.unblock():
         db_name = str(connection.settings_dict["NAME"])
     env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "TOOLCALLING_TEST_WORKER": "1",
-        "TOOLCALLING_TEST_DB_NAME": db_name,
-        "TOOLCALLING_TEST_BASE_URL": board[1],
         "CELERY_BROKER_URL": BROKER_URL,
         "CELERY_RESULT_BACKEND": BROKER_URL,
         "TOOLCALLING_TEST_EVENTS_REDIS_URL": redis_url,
     }
-    command = [sys.executable, "-m", "celery", "-A", "tests.celery_app", "worker", "--pool=threads"]
-    command += ["--concurrency=2", "-l", "info", "--hostname", "streaming-tests@%h", "--without-gossip"]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while "ready." not in log.read_text():
-        assert process.poll() is None, f"the Celery worker exited:\n{log.read_text()}"
-        assert time.monotonic() < deadline, f"the Celery worker did not start:\n{log.read_text()}"
-        time.sleep(0.1)
+    options = ("--pool=threads", "--concurrency=2", "--hostname", "streaming-tests@%h")
+    process = services.start_worker(log, *options, db_name=db_name, base_url=board[1], env=env)
     try:
+        services.wait_for_worker(process, log)
         yield
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        services.stop_worker(process, log)
 
 
 def reset_producers() -> None:

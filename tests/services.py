@@ -1,0 +1,139 @@
+"""Real services the tests start and stop themselves: redis-server, Celery workers and a shared model server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    """A port nobody listens on now, so parallel test runs on one machine never share a server."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(check: Callable[[], Any], *, timeout: float = 30.0, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds (a bound, not a measure)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.05)
+
+
+@contextmanager
+def redis_server(workdir: Path, port: int) -> Iterator[str]:
+    """A private redis-server without persistence; yields ``redis://127.0.0.1:<port>``."""
+    import pytest
+    import redis
+
+    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+    if not os.path.exists(binary):
+        pytest.skip("redis-server is not installed (apt-get install -y redis-server)")
+    log = workdir / "redis.log"
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir)]
+        + ["--save", "", "--appendonly", "no", "--daemonize", "no"],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    client = redis.Redis(host="127.0.0.1", port=port)
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"redis-server exited: {log.read_text()}")
+        try:
+            return bool(client.ping())
+        except redis.ConnectionError:
+            return False
+
+    try:
+        wait_until(ready, timeout=20, what="redis-server")
+        client.flushall()
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+class Switchboard:
+    """A responder that forwards to the current test's ScriptedModel, so one model server serves a worker
+    for many tests (the worker reads its base URL once, at start)."""
+
+    model_name = "scripted-model"
+
+    def __init__(self) -> None:
+        from toolcalling.testing import ScriptedModel
+
+        self.current = ScriptedModel()
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        return self.current(body)
+
+    def on_rejected(self, body: Any, errors: list[str]) -> None:
+        self.current.on_rejected(body, errors)
+
+
+@contextmanager
+def switchboard_server() -> Iterator[tuple[Switchboard, str]]:
+    from toolcalling.testing import OpenAICompatibleServer
+
+    board = Switchboard()
+    with OpenAICompatibleServer(board) as server:
+        yield board, server.base_url
+
+
+def start_worker(log: Path, *options: str, db_name: str, base_url: str, env: dict[str, str]) -> subprocess.Popen:
+    """A Celery worker process of the test site on pytest-django's test database file and a test model server.
+
+    ``env`` adds the broker (``CELERY_BROKER_URL`` …) and anything else the worker's settings read.
+    """
+    environment = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "TOOLCALLING_TEST_WORKER": "1",
+        "TOOLCALLING_TEST_DB_NAME": db_name,
+        "TOOLCALLING_TEST_BASE_URL": base_url,
+        **env,
+    }
+    command = [sys.executable, "-m", "celery", "-A", "tests.celery_app", "worker", "-l", "info", *options]
+    command += ["--without-gossip", "--without-mingle"]  # workers of a test need not know of each other
+    return subprocess.Popen(command, cwd=ROOT, env=environment, stdout=log.open("w"), stderr=subprocess.STDOUT)
+
+
+def wait_for_worker(process: subprocess.Popen, log: Path) -> None:
+    """Until the worker says it is ready (it consumes its queues from then on)."""
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"the Celery worker exited:\n{log.read_text()}")
+        return "ready." in log.read_text()
+
+    wait_until(ready, timeout=60, what="the Celery worker")
+
+
+def stop_worker(process: subprocess.Popen, log: Path) -> None:
+    """Warm shutdown (running tasks finish first), killed if it takes longer than 30 s."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+    if os.environ.get("TOOLCALLING_SHOW_WORKER_LOG"):
+        sys.stderr.write(log.read_text())
