@@ -19,7 +19,7 @@ from django.utils.translation import gettext_lazy as _
 
 from . import approval
 from .definitions import InvalidArguments
-from .exceptions import AlreadyDecided
+from .exceptions import AlreadyDecided, TaskQueueUnavailable
 from .models import Conversation, Message, ToolCall
 from .permissions import can_approve
 from .stats import tool_stats
@@ -118,7 +118,7 @@ def approve_selected(modeladmin: ToolCallAdmin, request: HttpRequest, queryset: 
     for call in queryset.select_related("conversation"):
         try:
             approval.approve(call, request.user)
-        except AlreadyDecided as exc:
+        except (AlreadyDecided, TaskQueueUnavailable) as exc:
             skipped.append(f"#{call.pk} {call.name}: {exc}")
         else:
             approved.append(call)

@@ -23,7 +23,7 @@ from . import signals, storage
 from .assistant import Assistant
 from .conf import toolcalling_settings
 from .definitions import InvalidArguments, Tool
-from .exceptions import AlreadyDecided, NotRegistered
+from .exceptions import AlreadyDecided, NotRegistered, TaskQueueUnavailable
 from .models import Conversation, ToolCall
 
 logger = logging.getLogger("toolcalling")
@@ -97,8 +97,24 @@ def approve(call: ToolCall, user: Any, arguments: Any = None) -> ToolCall:
         # Sent inside the decision's transaction, so receivers (and the event stream) hear of the
         # decision before the worker, started only after commit, can report the run.
         signals.tool_call_approved.send(ToolCall, tool_call=call, user=user)
-        transaction.on_commit(lambda: _enqueue_run(call.pk))
+        transaction.on_commit(lambda: _enqueue_run_or_wait_again(call, user))
     return call
+
+
+def _enqueue_run_or_wait_again(call: ToolCall, user: Any) -> None:
+    """Queue the run; if the broker cannot be reached, the call waits for approval again (nothing is lost)."""
+    try:
+        _enqueue_run(call.pk)
+    except Exception as exc:
+        logger.exception("tool call %s could not be queued; it waits for approval again", call.pk)
+        if ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(
+            status=WAITING, decided_by=None, decided_at=None
+        ):
+            call.status, call.decided_by, call.decided_at = WAITING, None, None
+            log_decision(call, user, "Approval undone: the task queue could not be reached.")
+        raise TaskQueueUnavailable(
+            "The task queue could not be reached, so the call was not started; it waits for approval again."
+        ) from exc
 
 
 def reject(call: ToolCall, user: Any, reason: str = "") -> ToolCall:
@@ -235,6 +251,23 @@ def continue_when_decided(conversation: Conversation) -> bool:
     return True
 
 
+def continue_stalled(now: datetime | None = None) -> list[Conversation]:
+    """Queue again the continuation of conversations still ``awaiting_approval`` with nothing pending.
+
+    That happens when the broker was unreachable as the last call was decided; queueing it again is
+    safe, since a continuation claims the conversation conditionally.
+    """
+    cutoff = (now or timezone.now()) - timedelta(seconds=60)
+    stalled = Conversation.objects.filter(status=Conversation.Status.AWAITING_APPROVAL, updated_at__lt=cutoff).exclude(
+        tool_calls__status__in=PENDING_STATUSES
+    )
+    resumed = []
+    for conversation in stalled:
+        _enqueue_continue(conversation.pk)
+        resumed.append(conversation)
+    return resumed
+
+
 def log_decision(call: ToolCall, user: Any, message: str) -> None:
     """Record a decision in the admin's history of the call (when the admin is installed)."""
     if user is None or not getattr(user, "pk", None) or not apps.is_installed("django.contrib.admin"):
@@ -292,4 +325,8 @@ def _enqueue_run(tool_call_id: int) -> None:
 def _enqueue_continue(conversation_id: Any) -> None:
     from .tasks import continue_conversation
 
-    continue_conversation.delay(str(conversation_id))
+    try:
+        continue_conversation.delay(str(conversation_id))
+    except Exception:
+        # The decision is stored; the sweep (continue_stalled) queues the continuation again later.
+        logger.exception("the continuation of conversation %s could not be queued", conversation_id)

@@ -53,3 +53,7 @@ class AlreadyDecided(ToolcallingError):
     def __init__(self, message: str, *, status: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+class TaskQueueUnavailable(ToolcallingError):
+    """The Celery broker could not be reached, so nothing was started; nothing was lost either."""

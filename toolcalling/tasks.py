@@ -67,10 +67,16 @@ def continue_conversation(conversation_id: str) -> bool:
 
 @shared_task(name="toolcalling.expire_waiting_tool_calls", ignore_result=True)
 def expire_waiting_tool_calls() -> dict[str, Any]:
-    """Expire calls waiting past ``APPROVAL_TIMEOUT`` and fail approved calls whose worker stopped."""
+    """Expire calls waiting past ``APPROVAL_TIMEOUT``, fail approved calls whose worker stopped, and queue
+    again the continuations the broker lost."""
     expired = approval.expire()
     stalled = approval.fail_stalled()
-    return {"expired": [c.pk for c in expired], "failed": [c.pk for c in stalled]}
+    resumed = approval.continue_stalled()
+    return {
+        "expired": [c.pk for c in expired],
+        "failed": [c.pk for c in stalled],
+        "continued": [str(c.pk) for c in resumed],
+    }
 
 
 # Background turns (the body is in streaming.py) ------------------------------------------------------

@@ -17,7 +17,14 @@ from rest_framework.views import APIView
 from . import approval
 from .assistant import Assistant
 from .definitions import InvalidArguments
-from .exceptions import AlreadyDecided, ConversationBusy, ModelError, NotRegistered, TurnError
+from .exceptions import (
+    AlreadyDecided,
+    ConversationBusy,
+    ModelError,
+    NotRegistered,
+    TaskQueueUnavailable,
+    TurnError,
+)
 from .loop import Turn
 from .models import Conversation, Message, ToolCall
 from .permissions import CanApproveToolCalls, can_approve
@@ -177,6 +184,11 @@ class ToolCallViewSet(viewsets.ReadOnlyModelViewSet):
             return Response({"arguments": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         except AlreadyDecided as exc:
             return self._already_decided(exc)
+        except TaskQueueUnavailable as exc:
+            return Response(
+                {"detail": str(exc), "status": ToolCall.Status.AWAITING_APPROVAL, "code": "queue_unavailable"},
+                status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            )
         call.refresh_from_db()
         return Response(ApprovalToolCallSerializer(call).data)
 

@@ -279,7 +279,7 @@ def test_expired_calls_are_told_to_the_model_and_the_conversation_goes_on(
     model.reply("Nobody approved it in time.")
     with override_toolcalling(APPROVAL_TIMEOUT=3600):
         with django_capture_on_commit_callbacks(execute=True):
-            assert expire_waiting_tool_calls.apply().get() == {"expired": [], "failed": []}  # not old enough yet
+            assert expire_waiting_tool_calls.apply().get() == {"expired": [], "failed": [], "continued": []}  # not yet
         ToolCall.objects.filter(pk=waiting.pk).update(created_at=waiting.created_at.replace(year=2000))
         with django_capture_on_commit_callbacks(execute=True):
             out = io.StringIO()
@@ -304,7 +304,7 @@ def test_a_sweep_fails_approved_calls_running_too_long(
     ToolCall.objects.filter(pk=waiting.pk).update(started_at=waiting.created_at.replace(year=2000))
     model.reply("The operation may not have happened.")
     with django_capture_on_commit_callbacks(execute=True):
-        assert expire_waiting_tool_calls.apply().get() == {"expired": [], "failed": [waiting.pk]}
+        assert expire_waiting_tool_calls.apply().get() == {"expired": [], "failed": [waiting.pk], "continued": []}
     waiting.refresh_from_db()
     assert waiting.status == "failed" and "worker stopped" in tool_message(waiting).content
     assert Conversation.objects.get(pk=ops["id"]).status == "idle"
