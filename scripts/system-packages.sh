@@ -11,5 +11,12 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "Installing ${missing[*]} from Debian's packages ..."
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# A mirror can fail for a moment; try a few times before giving up.
+for attempt in 1 2 3; do
+  if apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null; then
+    exit 0
+  fi
+  echo "apt-get failed (attempt $attempt); retrying ..." >&2
+  sleep $((attempt * 5))
+done
+exit 1
