@@ -48,19 +48,11 @@ def validate_tools(body: Mapping[str, Any], errors: list[str]) -> set[str]:
             if key not in ("name", "description", "parameters", "strict"):
                 errors.append(unknown(f"{path}.function.{key}"))
         name = function.get("name")
-        if "name" not in function:
-            errors.append(missing(f"{path}.function.name"))
-        elif not isinstance(name, str):
-            errors.append(bad_type(f"{path}.function.name", "a string", name))
-        elif not TOOL_NAME_RE.match(name):
-            errors.append(
-                f"Invalid '{path}.function.name': string does not match pattern. "
-                f"Expected a string that matches the pattern '{TOOL_NAME_RE.pattern}'."
-            )
-        elif name in names:
-            errors.append(f"Invalid 'tools': duplicate function name '{name}' in {path}.")
-        else:
-            names.add(name)
+        if _check_name(f"{path}.function.name", function, errors):
+            if name in names:
+                errors.append(f"Invalid 'tools': duplicate function name '{name}' in {path}.")
+            else:
+                names.add(name)
         description = function.get("description")
         if description is not None and not isinstance(description, str):
             errors.append(bad_type(f"{path}.function.description", "a string", description))
@@ -71,6 +63,23 @@ def validate_tools(body: Mapping[str, Any], errors: list[str]) -> set[str]:
             label = f"function '{name}'" if isinstance(name, str) else f"{path}.function"
             _validate_schema_root(label, function["parameters"], strict is True, errors)
     return names
+
+
+def _check_name(path: str, container: Mapping[str, Any], errors: list[str]) -> bool:
+    """``container["name"]`` must be a string matching the pattern function and schema names share."""
+    name = container.get("name")
+    if "name" not in container:
+        errors.append(missing(path))
+    elif not isinstance(name, str):
+        errors.append(bad_type(path, "a string", name))
+    elif not TOOL_NAME_RE.match(name):
+        errors.append(
+            f"Invalid '{path}': string does not match pattern. "
+            f"Expected a string that matches the pattern '{TOOL_NAME_RE.pattern}'."
+        )
+    else:
+        return True
+    return False
 
 
 def _validate_schema_root(label: str, schema: object, strict: bool, errors: list[str]) -> None:
@@ -212,15 +221,7 @@ def validate_response_format(body: Mapping[str, Any], errors: list[str]) -> None
         if key not in ("name", "description", "schema", "strict"):
             errors.append(unknown(f"response_format.json_schema.{key}"))
     name = spec.get("name")
-    if "name" not in spec:
-        errors.append(missing("response_format.json_schema.name"))
-    elif not isinstance(name, str):
-        errors.append(bad_type("response_format.json_schema.name", "a string", name))
-    elif not TOOL_NAME_RE.match(name):
-        errors.append(
-            "Invalid 'response_format.json_schema.name': string does not match pattern. "
-            f"Expected a string that matches the pattern '{TOOL_NAME_RE.pattern}'."
-        )
+    _check_name("response_format.json_schema.name", spec, errors)
     strict = spec.get("strict")
     if strict is not None and not isinstance(strict, bool):
         errors.append(bad_type("response_format.json_schema.strict", "a boolean", strict))
