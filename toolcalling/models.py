@@ -116,8 +116,6 @@ class ToolCall(models.Model):
         CANCELLED = "cancelled", _("Cancelled")
         EXPIRED = "expired", _("Expired")
 
-    FINAL_STATUSES = (Status.REJECTED, Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, Status.EXPIRED)
-
     id = models.BigAutoField(primary_key=True)
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="tool_calls", verbose_name=_("conversation")
@@ -188,10 +186,6 @@ class ToolCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.get_status_display()})"
-
-    @property
-    def is_final(self) -> bool:
-        return self.status in self.FINAL_STATUSES
 
     def as_openai(self) -> dict[str, Any]:
         """This call as it appears in an assistant message sent to the model."""
