@@ -34,6 +34,7 @@ system-packages:
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 # The suite starts and stops the services it needs itself (redis-server, a Celery worker, Chromium).
 test: setup system-packages lint

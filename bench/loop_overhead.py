@@ -30,9 +30,9 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from toolcalling import Assistant  # noqa: E402
-from toolcalling.registry import tools  # noqa: E402
 from toolcalling.testing import OpenAICompatibleServer, ScriptedModel  # noqa: E402
 from toolcalling.testutils import override_model  # noqa: E402
+from toolcalling.toolkit import tools  # noqa: E402
 
 
 def script(model: ScriptedModel, turns: int) -> None:

@@ -3,15 +3,14 @@
 from django.utils.module_loading import autodiscover_modules
 
 from .assistant import Assistant
-from .context import ToolContext
-from .definitions import tool
+from .toolkit import ToolContext, tool
 
 __all__ = ["Assistant", "ToolContext", "autodiscover", "tool"]
 
 
 def autodiscover() -> None:
     """Import every installed app's ``tools.py``, then its ``assistants.py`` (assistants may name tools)."""
-    from .registry import assistants, tools
+    from .toolkit import assistants, tools
 
     autodiscover_modules("tools", register_to=tools)
     autodiscover_modules("assistants", register_to=assistants)

@@ -12,12 +12,10 @@ class SimpleToolcallingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
-        from .client import connect_signals
-        from .events import connect_signals as connect_event_signals
-
-        connect_signals()
-        connect_event_signals()
+        from . import (
+            checks,  # noqa: F401  (registers the system checks)
+            tasks,  # noqa: F401  (registers the shared tasks with every Celery app, whatever it discovers)
+        )
 
 
 class ToolcallingConfig(SimpleToolcallingConfig):

@@ -6,17 +6,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
-from .context import ToolContext
-from .definitions import Tool
+from .conf import toolcalling_settings
 from .exceptions import ImproperlyDefined
-from .registry import assistants
-from .registry import tools as tool_registry
+from .toolkit import Tool, ToolContext, assistants, check_extras
+from .toolkit import tools as tool_registry
 
 if TYPE_CHECKING:
-    from .loop import Listener
+    from .engine import Listener, OutputSpec, Stepper, TurnResult
     from .models import Conversation, ToolCall
-    from .runner import Stepper, TurnResult
-    from .structured import OutputSpec
+
+MEMORY_POLICIES = ("full", "final")
 
 
 class Assistant:
@@ -60,12 +59,10 @@ class Assistant:
             raise ImproperlyDefined(f"Assistant {cls.__qualname__!r} cannot be used: " + "; ".join(problems) + ".")
         if not cls.name:
             cls.name = cls.id.replace("_", " ").replace("-", " ").capitalize()
-        from . import extras, memory
-
-        if cls.memory not in memory.POLICIES:
-            raise ImproperlyDefined(f"Assistant {cls.__qualname__!r}: memory must be one of {memory.POLICIES}.")
+        if cls.memory not in MEMORY_POLICIES:
+            raise ImproperlyDefined(f"Assistant {cls.__qualname__!r}: memory must be one of {MEMORY_POLICIES}.")
         # Tools named by string may not be registered yet; the turn checks those when it starts.
-        extras.check(cls.argument_extras, [t for t in cls.tools if isinstance(t, Tool)], cls.__qualname__)
+        check_extras(cls.argument_extras, [t for t in cls.tools if isinstance(t, Tool)], cls.__qualname__)
         assistants.register(cls)
 
     @classmethod
@@ -90,8 +87,6 @@ class Assistant:
         return {}
 
     def get_model(self) -> str:
-        from .conf import toolcalling_settings
-
         return self.model or toolcalling_settings.MODEL
 
     def get_tools(self, ctx: ToolContext) -> list[Tool]:
@@ -99,14 +94,11 @@ class Assistant:
         return [t for t in self.resolve_tools() if t.user_may_use(ctx.user)]
 
     def get_hooks(self) -> list[Any]:
-        from .conf import toolcalling_settings
-
         return [*toolcalling_settings.HOOKS, *self.hooks]
 
     def get_output_spec(self, output_type: type[BaseModel] | None = None) -> OutputSpec | None:
         """How the final answer is asked for and checked; ``None`` for plain text answers."""
-        from .conf import toolcalling_settings
-        from .structured import OutputSpec
+        from .engine import OutputSpec
 
         chosen = output_type or self.output_type
         if chosen is None:
@@ -135,7 +127,7 @@ class Assistant:
         listeners: list[Listener] | None = None,
     ) -> TurnResult:
         """Run one turn from a shell, a management command or a task; a new conversation when none is given."""
-        from .runner import run_turn
+        from .engine import run_turn
 
         return run_turn(self, user, content, conversation, output_type=output_type, listeners=listeners)
 
@@ -148,7 +140,7 @@ class Assistant:
         output_type: type[BaseModel] | None = None,
     ) -> Stepper:
         """Drive a turn one model answer at a time, deciding each requested call yourself."""
-        from .runner import Stepper
+        from .engine import Stepper
 
         return Stepper(self, user, content, conversation, output_type=output_type)
 

@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING, Any
 from django.utils import timezone
 
 from .conf import toolcalling_settings
-from .hooks import EndTurn, Hook, ModelRequest
+from .hooks import EndTurn, Hook, ModelRequest, TurnView
 
 if TYPE_CHECKING:
-    from .client import ModelReply
-    from .loop import Turn
+    from .engine import ModelReply
     from .models import Message, ToolCall
 
 logger = logging.getLogger("toolcalling")
@@ -36,7 +35,7 @@ class TokenBudget(Hook):
         if message is not None:
             self.message = message
 
-    def before_model_call(self, turn: Turn, request: ModelRequest) -> None:
+    def before_model_call(self, turn: TurnView, request: ModelRequest) -> None:
         used = turn.conversation.total_tokens
         if used >= self.max_tokens:
             logger.info(
@@ -59,21 +58,21 @@ class StructuredLogging(Hook):
     def __init__(self, level: int = logging.INFO) -> None:
         self.level = level
         # One hook instance serves every turn (settings HOOKS); timings are kept per turn.
-        self._started: weakref.WeakKeyDictionary[Turn, float] = weakref.WeakKeyDictionary()
+        self._started: weakref.WeakKeyDictionary[TurnView, float] = weakref.WeakKeyDictionary()
 
-    def _log(self, turn: Turn, step: str, msg: str, *args: Any, **fields: Any) -> None:
+    def _log(self, turn: TurnView, step: str, msg: str, *args: Any, **fields: Any) -> None:
         extra = {"conversation": str(turn.conversation.pk), "step": step, "tool": None, "duration": None}
         extra.update(fields)
         extra.setdefault("status", None)
         logger.log(self.level, msg, *args, extra=extra)
 
-    def on_turn_start(self, turn: Turn) -> None:
+    def on_turn_start(self, turn: TurnView) -> None:
         self._log(turn, "turn_start", "turn started (%s)", turn.assistant.id, status="running")
 
-    def before_model_call(self, turn: Turn, request: ModelRequest) -> None:
+    def before_model_call(self, turn: TurnView, request: ModelRequest) -> None:
         self._started[turn] = time.monotonic()
 
-    def after_model_call(self, turn: Turn, reply: ModelReply) -> None:
+    def after_model_call(self, turn: TurnView, reply: ModelReply) -> None:
         started = self._started.pop(turn, None)
         duration = round((time.monotonic() - started) * 1000, 1) if started is not None else None
         self._log(
@@ -87,7 +86,7 @@ class StructuredLogging(Hook):
             tokens=reply.usage.total_tokens,
         )
 
-    def after_tool_call(self, turn: Turn, call: ToolCall, result: str) -> None:
+    def after_tool_call(self, turn: TurnView, call: ToolCall, result: str) -> None:
         duration = None
         if call.started_at is not None:
             duration = round((timezone.now() - call.started_at).total_seconds() * 1000, 1)
@@ -100,6 +99,6 @@ class StructuredLogging(Hook):
         )  # fmt: skip
         return None
 
-    def on_turn_end(self, turn: Turn, messages: list[Message]) -> None:
+    def on_turn_end(self, turn: TurnView, messages: list[Message]) -> None:
         status = turn.conversation.status
         self._log(turn, "turn_end", "turn ended: %s (%d messages)", status, len(messages), status=status)

@@ -22,9 +22,8 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
 
 @checks.register("toolcalling")
 def check_assistants(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    from . import extras
     from .exceptions import ImproperlyDefined, NotRegistered
-    from .registry import assistants
+    from .toolkit import assistants, check_extras
 
     errors: list[checks.CheckMessage] = []
     for assistant_cls in assistants.all():
@@ -41,7 +40,7 @@ def check_assistants(app_configs: Any = None, **kwargs: Any) -> list[checks.Chec
             )
             continue
         try:
-            extras.check(assistant_cls.argument_extras, resolved, assistant_cls.__qualname__)
+            check_extras(assistant_cls.argument_extras, resolved, assistant_cls.__qualname__)
         except ImproperlyDefined as exc:
             errors.append(
                 checks.Error(str(exc), hint="Rename the extra fields.", obj=assistant_cls, id="toolcalling.E003")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -18,7 +20,8 @@ DEFAULTS: dict[str, Any] = {
     "BASE_URL": None,  # None: env OPENAI_BASE_URL, else OpenAI
     "TIMEOUT": 60.0,
     "MAX_RETRIES": 2,
-    "OFFLINE_MODEL": False,  # True: the built-in offline demo model, no network
+    "OFFLINE_MODEL": False,  # True: the built-in offline demo model (toolcalling.contrib.offline), no network
+    "CLIENT_FACTORY": None,  # dotted path of a function returning the openai.OpenAI client to use
     "MODEL_OPTIONS": {},  # extra keyword arguments for chat.completions.create (temperature, ...)
     # The loop.
     "MAX_CALLS_PER_TOOL": 40,
@@ -56,6 +59,11 @@ CHOICES: dict[str, tuple[str, ...]] = {
 
 IMPORT_STRINGS = ("HOOKS",)
 
+# What OFFLINE_MODEL = True selects: the demo model lives outside the engine and is found by this path.
+OFFLINE_CLIENT_FACTORY = "toolcalling.contrib.offline.client"
+
+T = TypeVar("T")
+
 
 class ToolcallingSettings:
     """Attribute access to ``settings.TOOLCALLING`` with defaults, validation and lazy imports."""
@@ -63,6 +71,8 @@ class ToolcallingSettings:
     def __init__(self, user_settings: dict[str, Any] | None = None) -> None:
         self._user_settings = user_settings
         self._cached: set[str] = set()
+        self._derived: dict[str, Any] = {}
+        self._lock = threading.RLock()
 
     @property
     def user_settings(self) -> dict[str, Any]:
@@ -114,11 +124,21 @@ class ToolcallingSettings:
         setattr(self, name, value)
         return value
 
+    def derived(self, key: str, build: Callable[[], T]) -> T:
+        """An object built from these settings (the model client, the event store), built once and kept
+        until the settings change; so no module keeps state of its own that tests would have to reset."""
+        with self._lock:
+            if key not in self._derived:
+                self._derived[key] = build()
+            return self._derived[key]
+
     def reload(self) -> None:
         for name in self._cached:
             delattr(self, name)
         self._cached.clear()
         self._user_settings = None
+        with self._lock:
+            self._derived.clear()
 
 
 toolcalling_settings = ToolcallingSettings()
@@ -126,6 +146,6 @@ toolcalling_settings = ToolcallingSettings()
 
 @receiver(setting_changed)
 def reload_toolcalling_settings(*, setting: str, **kwargs: Any) -> None:
-    """Re-read ``TOOLCALLING`` when tests override it."""
+    """Re-read ``TOOLCALLING`` when tests override it; what was built from it is built again on next use."""
     if setting == "TOOLCALLING":
         toolcalling_settings.reload()

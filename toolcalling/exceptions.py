@@ -1,10 +1,28 @@
-"""Exceptions: developer mistakes, registry states, and the ones that end a turn."""
+"""Every exception the app raises, in one place.
+
+Developer mistakes (``ImproperlyDefined``) and registry states come first. The errors a request can
+meet are DRF ``APIException`` subclasses: each carries its HTTP ``status_code`` and ``default_code``,
+and ``toolcalling.api.errors`` turns them into the one error body of the API,
+``{"detail": ..., "code": ..., "status": ...}``. A 500 is only ever a bug.
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.utils.translation import gettext_lazy as _
+from rest_framework import status as http
+from rest_framework.exceptions import APIException
+
+if TYPE_CHECKING:
+    from .models import Message
 
 
 class ToolcallingError(Exception):
     """Base class of every error this app raises."""
+
+
+# Developer mistakes and registry states -----------------------------------------------------------
 
 
 class ImproperlyDefined(ToolcallingError):
@@ -19,41 +37,115 @@ class NotRegistered(ToolcallingError):
     """No tool or assistant is registered under this name."""
 
 
-class TurnError(ToolcallingError):
-    """A turn ended with an error; the conversation is marked ``failed`` and can take a new message."""
+class InvalidArguments(ToolcallingError, ValueError):
+    """Arguments do not fit a tool's signature; the message is written for the model (and approvers)."""
 
-    code = "turn_failed"
+
+# Errors a request can meet --------------------------------------------------------------------------
+
+
+class APIError(ToolcallingError, APIException):
+    """An error with a place in the API: its ``status_code``, its ``default_code``, and the conversation's
+    (or, for decisions, the call's) ``status`` after it, which the error body reports."""
+
+    status_code = http.HTTP_400_BAD_REQUEST
+    default_code = "error"
+    default_detail = _("The request could not be completed.")
+
+    def __init__(self, detail: Any = None, *, status: str | None = None) -> None:
+        super().__init__(detail)
+        self.status = status
+
+    def __str__(self) -> str:
+        return str(self.detail)
+
+    @property
+    def code(self) -> str:
+        return self.default_code
+
+
+class ConversationBusy(APIError):
+    """The conversation is running a turn or waiting for approval and cannot take a new message."""
+
+    status_code = http.HTTP_409_CONFLICT
+    default_code = "conversation_busy"
+    default_detail = _("The conversation is busy with another message. Try again when it has answered.")
+
+
+class NothingWaiting(APIError):
+    """Cancel was asked for, but no call of the conversation waits for a decision."""
+
+    status_code = http.HTTP_409_CONFLICT
+    default_code = "nothing_waiting"
+    default_detail = _("No tool call of this conversation is waiting for approval.")
+
+
+class AssistantUnavailable(APIError):
+    """The conversation's assistant is no longer registered, so it cannot take a message."""
+
+    status_code = http.HTTP_409_CONFLICT
+    default_code = "assistant_unavailable"
+    default_detail = _("The assistant of this conversation no longer exists.")
+
+
+class AlreadyDecided(APIError):
+    """The tool call is no longer waiting for a decision (another approver, the user or expiry came first)."""
+
+    status_code = http.HTTP_409_CONFLICT
+    default_code = "already_decided"
+    default_detail = _("This tool call was already decided.")
+
+
+class TaskQueueUnavailable(APIError):
+    """The Celery broker could not be reached, so nothing was started; nothing was lost either."""
+
+    status_code = http.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "queue_unavailable"
+    default_detail = _("The task queue could not be reached; nothing was started. Try again.")
+
+
+class TurnError(APIError):
+    """A turn ended with an error; the conversation is marked ``failed`` and can take a new message.
+
+    ``messages`` are the messages the turn stored before it failed (the API returns them too)."""
+
+    status_code = http.HTTP_422_UNPROCESSABLE_ENTITY
+    default_code = "turn_failed"
+    default_detail = _("The turn failed.")
+
+    def __init__(self, detail: Any = None, *, status: str | None = None) -> None:
+        super().__init__(detail, status=status)
+        self.messages: list[Message] = []
 
 
 class ModelError(TurnError):
-    """The model endpoint failed (timeout, connection error, 5xx, 429, rejected request)."""
+    """The model endpoint failed (timeout, connection error, 5xx, 429, rejected request) or answered
+    something that is not a valid completion."""
 
-    code = "model_error"
+    status_code = http.HTTP_502_BAD_GATEWAY
+    default_code = "model_error"
+    default_detail = _("The model endpoint failed.")
+
+
+class ModelCallLimitExceeded(TurnError):
+    """The model was asked ``MAX_MODEL_CALLS`` times in one turn without giving a final answer."""
+
+    default_code = "model_call_limit_exceeded"
 
 
 class ToolExecutionError(TurnError):
     """A tool failed while ``TOOL_ERRORS`` is ``"raise"``."""
 
-    code = "tool_error"
+    default_code = "tool_error"
 
 
 class ToolCallLimitExceeded(TurnError):
     """A per-tool or total tool call limit was exceeded while ``ON_LIMIT_EXCEEDED`` is ``"raise"``."""
 
-    code = "tool_call_limit_exceeded"
+    default_code = "tool_call_limit_exceeded"
 
 
-class ConversationBusy(ToolcallingError):
-    """The conversation is running a turn or waiting for approval and cannot take a new message."""
+class OutputValidationError(TurnError):
+    """The model's final answer did not fit the output type, even after the allowed retries."""
 
-
-class AlreadyDecided(ToolcallingError):
-    """The tool call is no longer waiting for a decision (another approver, the user or expiry came first)."""
-
-    def __init__(self, message: str, *, status: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class TaskQueueUnavailable(ToolcallingError):
-    """The Celery broker could not be reached, so nothing was started; nothing was lost either."""
+    default_code = "output_validation_failed"

@@ -1,4 +1,8 @@
-"""Hooks around the loop: subclass ``Hook`` and override the steps you need; all are optional."""
+"""Hooks around the loop: subclass ``Hook`` and override the steps you need; all are optional.
+
+Hooks, and the receivers of the loop's signals, are given a ``TurnView``: what a turn is about
+(assistant, conversation, user, context) and how far it got, never the machinery that runs it.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .client import ModelReply
-    from .loop import Turn
-    from .models import Message, ToolCall
+    from .assistant import Assistant
+    from .engine import ModelReply
+    from .models import Conversation, Message, ToolCall
+    from .toolkit import ToolContext
 
 
 class EndTurn(Exception):  # noqa: N818 - it steers the loop, it is not an error
@@ -29,28 +34,48 @@ class ModelRequest:
     options: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(kw_only=True, eq=False)
+class TurnView:
+    """What hooks and signal receivers see of a turn. Read it; the loop owns it."""
+
+    assistant: Assistant
+    """The assistant instance running the turn."""
+    conversation: Conversation
+    """The stored conversation (its ``status`` says how a finished turn ended)."""
+    user: Any
+    """The user the turn acts for: the conversation's owner."""
+    context: ToolContext
+    """The ``ToolContext`` the turn's tools receive."""
+    messages: list[Message] = field(default_factory=list)
+    """The messages this turn stored so far, in order."""
+    model_calls: int = 0
+    """How often the model was asked in this turn so far."""
+    stream: bool = False
+    """Whether the model's answers are streamed (``delta`` events)."""
+
+
 class Hook:
     """Called in this order for a turn: ``on_turn_start``; per model call ``before_model_call`` and
     ``after_model_call``; per tool call ``before_tool_call`` and ``after_tool_call``; ``on_turn_end``.
     Hooks run in the order they are listed (settings ``HOOKS`` first, then the assistant's ``hooks``);
     the ``after_*`` steps run in reverse order, like middleware."""
 
-    def on_turn_start(self, turn: Turn) -> None:
+    def on_turn_start(self, turn: TurnView) -> None:
         """A turn begins (a user message, or a continuation after approvals)."""
 
-    def before_model_call(self, turn: Turn, request: ModelRequest) -> None:
+    def before_model_call(self, turn: TurnView, request: ModelRequest) -> None:
         """Change the request in place, or raise ``EndTurn``."""
 
-    def after_model_call(self, turn: Turn, reply: ModelReply) -> None:
+    def after_model_call(self, turn: TurnView, reply: ModelReply) -> None:
         """See the model's answer before its calls run; may edit ``reply`` or raise ``EndTurn``."""
 
-    def before_tool_call(self, turn: Turn, call: ToolCall, arguments: dict[str, Any]) -> str | None:
+    def before_tool_call(self, turn: TurnView, call: ToolCall, arguments: dict[str, Any]) -> str | None:
         """Return a string to skip the tool and use it as the result; ``None`` runs the tool."""
         return None
 
-    def after_tool_call(self, turn: Turn, call: ToolCall, result: str) -> str | None:
+    def after_tool_call(self, turn: TurnView, call: ToolCall, result: str) -> str | None:
         """Return a string to replace the result the model reads; ``None`` keeps it."""
         return None
 
-    def on_turn_end(self, turn: Turn, messages: list[Message]) -> None:
+    def on_turn_end(self, turn: TurnView, messages: list[Message]) -> None:
         """The turn ended; ``turn.conversation.status`` says how."""

@@ -3,7 +3,7 @@
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
-from . import streaming, views
+from .api import streams, views
 
 app_name = "toolcalling"
 
@@ -14,6 +14,6 @@ router.register("tool-calls", views.ToolCallViewSet, basename="toolcall")
 urlpatterns = [
     path("assistants/", views.AssistantListView.as_view(), name="assistant-list"),
     path("conversations/<uuid:pk>/messages/", views.MessageListView.as_view(), name="conversation-messages"),
-    path("conversations/<uuid:pk>/events/", streaming.ConversationEventsView.as_view(), name="conversation-events"),
+    path("conversations/<uuid:pk>/events/", streams.ConversationEventsView.as_view(), name="conversation-events"),
     path("", include(router.urls)),
 ]

@@ -8,7 +8,8 @@ from django.contrib.admin.models import LogEntry
 from django.core.management import call_command
 
 from tests.approvalapp.models import Counter
-from toolcalling import signals, storage
+from toolcalling import signals
+from toolcalling.engine import load_messages, to_openai
 from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.tasks import expire_waiting_tool_calls
 from toolcalling.testing import validate_chat_request
@@ -32,7 +33,7 @@ def tool_message(call):
 
 def assert_history_valid(conversation_id):
     conv = Conversation.objects.get(pk=conversation_id)
-    history = storage.to_openai(storage.load_messages(conv))
+    history = to_openai(load_messages(conv))
     assert validate_chat_request({"model": "m", "messages": history}) == []
 
 

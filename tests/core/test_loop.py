@@ -20,10 +20,10 @@ def tool_messages(request_body):
 
 
 def assert_stored_history_valid(conversation_id):
-    from toolcalling import storage
+    from toolcalling.engine import load_messages, to_openai
 
     conv = Conversation.objects.get(pk=conversation_id)
-    history = storage.to_openai(storage.load_messages(conv))
+    history = to_openai(load_messages(conv))
     assert validate_chat_request({"model": "m", "messages": history}) == []
 
 
@@ -94,7 +94,7 @@ def test_tool_errors_unknown_tools_and_invalid_arguments_go_back_to_the_model(ap
 def test_tool_errors_raise_ends_the_turn_and_keeps_history_valid(api, conversation, model):
     model.calls(("explode", {}), ("add", {"a": 1, "b": 2}))
     response = post(api, conversation, "Explode")
-    assert response.status_code == 500
+    assert response.status_code == 422
     assert response.json()["code"] == "tool_error"
     assert "boom" in response.json()["detail"]
     conv = Conversation.objects.get(pk=conversation["id"])
@@ -143,7 +143,7 @@ def test_total_limit_raise_ends_the_turn_and_keeps_completed_calls(api, conversa
     model.call("add", {"a": 1, "b": 1})
     model.calls(("whoami", {}), ("add", {"a": 2, "b": 2}))
     response = post(api, conversation)
-    assert response.status_code == 500
+    assert response.status_code == 422
     assert response.json()["code"] == "tool_call_limit_exceeded"
     assert "at most 2 tool calls per turn" in response.json()["detail"]
     statuses = dict(ToolCall.objects.values_list("name", "status").order_by("id"))

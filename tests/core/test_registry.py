@@ -5,7 +5,7 @@ from django.core.management import call_command
 
 from toolcalling import Assistant, tool
 from toolcalling.exceptions import AlreadyRegistered, NotRegistered
-from toolcalling.registry import assistants, tools
+from toolcalling.toolkit import assistants, tools
 
 
 def test_autodiscovery_found_the_test_apps_tools_and_assistants():

@@ -8,8 +8,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from toolcalling import ToolContext
-from toolcalling.definitions import InvalidArguments, make_tool, result_to_text
-from toolcalling.exceptions import ImproperlyDefined
+from toolcalling.exceptions import ImproperlyDefined, InvalidArguments
+from toolcalling.toolkit import make_tool, result_to_text
 
 
 class Color(enum.Enum):

@@ -105,7 +105,7 @@ def test_no_endpoint_configured_is_a_warning(monkeypatch):
 def test_an_assistant_naming_an_unknown_tool_fails_the_checks():
     from toolcalling import Assistant
     from toolcalling.checks import check_assistants
-    from toolcalling.registry import assistants
+    from toolcalling.toolkit import assistants
 
     class Broken(Assistant):
         id = "broken-check"

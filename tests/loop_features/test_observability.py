@@ -8,7 +8,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from toolcalling import Assistant, signals, telemetry
+from toolcalling import Assistant, signals
+from toolcalling.engine import _telemetry as telemetry
 from toolcalling.models import ToolCall
 
 

@@ -6,8 +6,8 @@ import pytest
 from pydantic import BaseModel
 
 from toolcalling import Assistant
+from toolcalling.exceptions import OutputValidationError
 from toolcalling.models import Conversation, Message
-from toolcalling.structured import OutputValidationError
 
 from .assistants import Verdict
 
@@ -97,7 +97,7 @@ def test_the_api_reports_a_validation_failure(strict_model, api):
     response = api.post(
         f"/api/toolcalling/conversations/{conversation['id']}/messages/", {"content": "?"}, format="json"
     )
-    assert response.status_code == 500
+    assert response.status_code == 422
     body = response.json()
     assert (body["code"], body["status"]) == ("output_validation_failed", "failed")
     assert Message.objects.filter(conversation_id=conversation["id"], role="assistant").count() == 1

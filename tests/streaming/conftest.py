@@ -8,7 +8,7 @@ from django.conf import settings
 from django.test import override_settings
 
 from tests import services
-from toolcalling import events
+from toolcalling import streaming as events
 from toolcalling.models import Conversation
 
 # A private redis-server on a free port (or TOOLCALLING_TEST_EVENTS_REDIS_PORT), so two test runs on

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx2
 
-from toolcalling import events
+from toolcalling import streaming as events
 from toolcalling.models import Message
 
 from .helpers import AUTH, SSE, Stream, parse, post_streamed
@@ -68,7 +68,7 @@ def test_old_events_are_trimmed_but_numbers_go_on(redis_url):
 def run_python(code: str, redis_url: str) -> str:
     """Run ``code`` in a new Python process of the test site (its own Django, its own Redis connection)."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "TOOLCALLING_TEST_EVENTS_REDIS_URL": redis_url}
-    prelude = "import django, json; django.setup(); from toolcalling import events; "
+    prelude = "import django, json; django.setup(); from toolcalling import streaming as events; "
     out = subprocess.run([sys.executable, "-c", prelude + code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     return out.stdout

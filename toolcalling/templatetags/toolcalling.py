@@ -9,7 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 
 from ..exceptions import NotRegistered
-from ..registry import assistants
+from ..toolkit import assistants
 
 register = template.Library()
 

@@ -10,9 +10,9 @@ from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from toolcalling.assistant import Assistant
+from toolcalling.engine import conversation_for
 from toolcalling.exceptions import ConversationBusy, NotRegistered, TurnError
 from toolcalling.models import Conversation
-from toolcalling.runner import conversation_for
 
 
 class Command(BaseCommand):

@@ -17,9 +17,8 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        expired = approval.expire()
-        stalled = approval.fail_stalled()
-        resumed = approval.continue_stalled()
+        result = approval.sweep()
+        expired, stalled, resumed = result.expired, result.failed, result.continued
         for call in expired:
             self.stdout.write(f"expired #{call.pk} {call.name} (conversation {call.conversation_id})")
         for call in stalled:

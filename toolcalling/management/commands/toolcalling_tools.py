@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from toolcalling.registry import assistants, tools
+from toolcalling.toolkit import assistants, tools
 
 
 class Command(BaseCommand):

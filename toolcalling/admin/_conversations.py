@@ -1,0 +1,87 @@
+"""Admin views of conversations and their messages: the audit trail of what was said and done."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
+
+from ..models import Conversation, Message, ToolCall
+
+
+def pretty_json(value: Any) -> str:
+    return format_html(
+        "<pre style='margin:0;white-space:pre-wrap'>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False)
+    )
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class MessageInline(ReadOnlyInline):
+    model = Message
+    fields = ["id", "role", "content", "tool_call_id", "total_tokens", "created_at"]
+    readonly_fields = fields
+
+
+class ToolCallInline(ReadOnlyInline):
+    model = ToolCall
+    fields = ["name", "status", "arguments_display", "result", "error", "duration_ms"]
+    readonly_fields = fields
+    show_change_link = True
+
+    @admin.display(description=_("arguments"))
+    def arguments_display(self, obj: ToolCall) -> str:
+        return pretty_json(obj.arguments)
+
+
+@admin.register(Conversation)
+class ConversationAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "user", "assistant_id", "status", "total_tokens", "updated_at"]
+    list_filter = ["status", "assistant_id", ("user", admin.RelatedOnlyFieldListFilter), "created_at"]
+    search_fields = ["title", "user__username", "id"]
+    raw_id_fields = ["user"]
+    readonly_fields = [
+        "id",
+        "status",
+        "error",
+        "state",
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "created_at",
+        "updated_at",
+    ]
+    inlines = [MessageInline, ToolCallInline]
+    list_select_related = ["user"]
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):
+    list_display = ["id", "conversation", "role", "short_content", "total_tokens", "created_at"]
+    list_filter = ["role", "conversation__assistant_id"]
+    search_fields = ["content"]
+    list_select_related = ["conversation"]
+
+    @admin.display(description=_("content"))
+    def short_content(self, obj: Message) -> str:
+        return obj.content[:80]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

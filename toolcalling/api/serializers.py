@@ -1,0 +1,115 @@
+"""REST serializers for conversations, messages and tool calls."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from ..conf import toolcalling_settings
+from ..exceptions import NotRegistered
+from ..models import Conversation, Message, ToolCall
+from ..toolkit import assistants
+
+
+class ToolCallSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ToolCall
+        fields = [
+            "id",
+            "call_id",
+            "name",
+            "arguments",
+            "original_arguments",
+            "status",
+            "result",
+            "error",
+            "requires_approval",
+            "decision_reason",
+            "decided_at",
+            "created_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+
+class ApprovalToolCallSerializer(ToolCallSerializer):
+    """What approvers see: also whose conversation the call belongs to."""
+
+    conversation = serializers.UUIDField(source="conversation_id", read_only=True)
+    user = serializers.CharField(source="conversation.user.get_username", read_only=True)
+    assistant = serializers.CharField(source="conversation.assistant_id", read_only=True)
+
+    class Meta(ToolCallSerializer.Meta):
+        fields = [*ToolCallSerializer.Meta.fields, "conversation", "user", "assistant"]
+        read_only_fields = fields
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    tool_calls = ToolCallSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Message
+        fields = [
+            "id",
+            "role",
+            "content",
+            "tool_calls",
+            "tool_call_id",
+            "data",
+            "model",
+            "prompt_tokens",
+            "completion_tokens",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class ConversationSerializer(serializers.ModelSerializer):
+    assistant = serializers.CharField(source="assistant_id")
+
+    class Meta:
+        model = Conversation
+        fields = [
+            "id",
+            "assistant",
+            "title",
+            "status",
+            "error",
+            "prompt_tokens",
+            "completion_tokens",
+            "total_tokens",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = [f for f in fields if f not in ("assistant", "title")]
+
+    def validate_assistant(self, value: str) -> str:
+        if self.instance is not None and value != self.instance.assistant_id:
+            raise serializers.ValidationError("A conversation's assistant cannot be changed.")
+        try:
+            assistant = assistants.get(value)()
+        except NotRegistered:
+            raise serializers.ValidationError(f"Unknown assistant {value!r}.")
+        if not assistant.has_permission(self.context["request"].user):
+            raise serializers.ValidationError(f"You may not use the assistant {value!r}.")
+        return value
+
+
+class MessageInputSerializer(serializers.Serializer):
+    content = serializers.CharField(trim_whitespace=True, allow_blank=False)
+    background = serializers.BooleanField(default=False, help_text="Run the turn on a Celery worker; answer 202.")
+
+    def validate_content(self, value: str) -> str:
+        limit = toolcalling_settings.MAX_MESSAGE_LENGTH
+        if len(value) > limit:
+            raise serializers.ValidationError(f"The message is too long ({len(value)} characters; at most {limit}).")
+        return value
+
+
+class ApproveInputSerializer(serializers.Serializer):
+    arguments = serializers.JSONField(
+        required=False, help_text="Edited arguments to run the call with; checked against the tool's signature."
+    )
+
+
+class RejectInputSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)

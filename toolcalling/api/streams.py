@@ -1,0 +1,128 @@
+"""Streamed and background turns over HTTP, and ``GET conversations/{id}/events/``.
+
+A streamed turn runs in its own thread and publishes to the conversation's event stream; the response
+reads that stream back. So the POST answer, the events endpoint and a later reconnect all carry the
+same numbered events, and a client that hangs up mid-answer resumes from its last event id.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from typing import Any
+
+from django.core.handlers.asgi import ASGIRequest
+from django.db import connections
+from django.http import HttpResponseBase
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import streaming
+from ..engine import RUN_TURN, Turn, enqueue, set_status
+from ..exceptions import TaskQueueUnavailable, TurnError
+from ..models import Conversation
+from .errors import ErrorResponses
+
+logger = logging.getLogger("toolcalling")
+
+
+def accepts_event_stream(request: Request) -> bool:
+    return streaming.MEDIA_TYPE in request.META.get("HTTP_ACCEPT", "")
+
+
+def is_asgi(request: Request) -> bool:
+    return isinstance(getattr(request, "_request", request), ASGIRequest)
+
+
+class EventStreamMixin:
+    """Lets a DRF view answer ``Accept: text/event-stream``: the stream itself is a plain Django
+    response, and every other answer (validation errors, 404, 409) stays JSON."""
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> tuple[BaseRenderer, str]:
+        if accepts_event_stream(request):
+            renderer = JSONRenderer()
+            return renderer, renderer.media_type
+        return super().perform_content_negotiation(request, force)  # type: ignore[misc]
+
+
+def stream_turn(request: Request, turn: Turn, content: str) -> HttpResponseBase:
+    """Claim the conversation (``ConversationBusy`` propagates: the caller answers 409), run the turn
+    in a thread, and stream its events until ``turn_end``."""
+    turn.claim()
+    conversation_id = turn.conversation.pk
+    after = streaming.last_seq(conversation_id)
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            turn.run(content, claimed=True)
+        except TurnError as exc:
+            # Stored as the conversation's error and published as an ``error`` event by the turn.
+            logger.info("streamed turn of %s failed: %s", conversation_id, exc)
+        except Exception:
+            logger.exception("streamed turn of %s stopped on an internal error", conversation_id)
+        finally:
+            done.set()
+            connections.close_all()  # this thread's connections only
+
+    # Not a daemon: a turn whose reader hung up still finishes and is stored.
+    threading.Thread(target=work, name=f"toolcalling-turn-{conversation_id}").start()
+    lines = streaming.follow(
+        conversation_id, after, until=lambda e: e.type == "turn_end", idle_timeout=math.inf, finished=done.is_set
+    )
+    return streaming.sse_response(lines, asgi=is_asgi(request))
+
+
+def start_background_turn(request: Request, turn: Turn, content: str) -> Response:
+    """Claim the conversation and hand the turn to a Celery worker; answer 202 with where to follow it."""
+    conversation = turn.conversation
+    turn.claim()
+    after = streaming.last_seq(conversation.pk)
+    try:
+        enqueue(RUN_TURN, str(conversation.pk), content)
+    except TaskQueueUnavailable:
+        conversation.refresh_from_db(fields=["status", "error"])
+        if conversation.status == Conversation.Status.RUNNING:  # never started: release the claim
+            set_status(conversation, Conversation.Status.IDLE)
+        raise TaskQueueUnavailable("The turn could not be queued; try again.", status=conversation.status)
+    conversation.refresh_from_db(fields=["status", "error"])
+    url = reverse("toolcalling:conversation-events", kwargs={"pk": conversation.pk})
+    return Response(
+        {"status": conversation.status, "events": f"{request.build_absolute_uri(url)}?after={after}", "after": after},
+        status=status.HTTP_202_ACCEPTED,
+    )
+
+
+class ConversationEventsView(ErrorResponses, EventStreamMixin, APIView):
+    """``GET conversations/{id}/events/``: the conversation's events as SSE, from ``Last-Event-ID`` or
+    ``?after=`` (default: only new events); closes after ``EVENTS_IDLE_TIMEOUT`` without an event."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get(self, request: Request, pk: Any) -> HttpResponseBase:
+        conversation = get_object_or_404(Conversation, pk=pk, user=request.user)
+        requested = self.requested_after(request)
+        after = streaming.resume_point(conversation.pk, requested)
+        return streaming.sse_response(streaming.follow(conversation.pk, after), asgi=is_asgi(request))
+
+    @staticmethod
+    def requested_after(request: Request) -> int | None:
+        # The header wins: a reconnecting EventSource sends it and keeps the URL it first opened.
+        raw = request.META.get("HTTP_LAST_EVENT_ID") or request.query_params.get("after")
+        if raw is None or raw == "":
+            return None
+        try:
+            value = int(raw)
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise ValidationError({"after": f"Expected an event id (a whole number, 0 or more), not {raw!r}."})
+        return value

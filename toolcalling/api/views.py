@@ -1,0 +1,192 @@
+"""REST endpoints: assistants, conversations, their messages (a POST runs a turn) and tool calls.
+
+Errors are raised, never built here: ``errors`` gives them the API's one shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+from django.http import HttpResponseBase
+from django.shortcuts import get_object_or_404
+from rest_framework import generics, mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import approval
+from ..approval import can_approve
+from ..engine import Turn
+from ..exceptions import AssistantUnavailable, InvalidArguments, NothingWaiting, NotRegistered
+from ..models import Conversation, Message, ToolCall
+from ..toolkit import assistants
+from .errors import ErrorResponses
+from .permissions import CanApproveToolCalls
+from .serializers import (
+    ApprovalToolCallSerializer,
+    ApproveInputSerializer,
+    ConversationSerializer,
+    MessageInputSerializer,
+    MessageSerializer,
+    RejectInputSerializer,
+    ToolCallSerializer,
+)
+from .streams import EventStreamMixin, accepts_event_stream, start_background_turn, stream_turn
+
+
+class AssistantListView(ErrorResponses, APIView):
+    """The assistants this user may talk to."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get(self, request: Request) -> Response:
+        items = []
+        for assistant_cls in assistants.all():
+            assistant = assistant_cls()
+            if assistant.has_permission(request.user):
+                items.append({"id": assistant.id, "name": assistant.name, "description": assistant.description})
+        return Response(items)
+
+
+class ConversationViewSet(
+    ErrorResponses,
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """The user's own conversations; another user's conversation is a 404."""
+
+    serializer_class = ConversationSerializer
+    permission_classes = [IsAuthenticated]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self) -> QuerySet[Conversation]:
+        return Conversation.objects.filter(user=self.request.user)
+
+    def perform_create(self, serializer: ConversationSerializer) -> None:
+        serializer.save(user=self.request.user)
+
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: Any = None) -> Response:
+        """Cancel the calls still awaiting approval; the conversation can take a new message again."""
+        conversation = self.get_object()
+        cancelled = approval.cancel_waiting(conversation, request.user)
+        if not cancelled:
+            raise NothingWaiting(status=conversation.status)
+        return Response({"status": conversation.status, "cancelled": ToolCallSerializer(cancelled, many=True).data})
+
+
+def own_conversation(request: Request, pk: Any) -> Conversation:
+    return get_object_or_404(Conversation.objects.select_related("user"), pk=pk, user=request.user)
+
+
+def messages_queryset(conversation: Conversation) -> QuerySet[Message]:
+    return conversation.messages.order_by("id").prefetch_related(
+        Prefetch("tool_calls", queryset=ToolCall.objects.order_by("index"))
+    )
+
+
+class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView):
+    """``GET`` the history; ``POST {"content": ...}`` runs a turn and answers with the new messages.
+
+    With ``Accept: text/event-stream`` the turn is streamed as server-sent events; with
+    ``"background": true`` it runs on a Celery worker and the answer is 202 (see ``streaming``).
+    """
+
+    permission_classes = [IsAuthenticated]
+    serializer_class = MessageSerializer
+    pagination_class = None
+
+    def get(self, request: Request, pk: Any) -> Response:
+        conversation = own_conversation(request, pk)
+        return Response(MessageSerializer(messages_queryset(conversation), many=True).data)
+
+    def post(self, request: Request, pk: Any) -> HttpResponseBase:
+        conversation = own_conversation(request, pk)
+        data = MessageInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            assistant = assistants.get(conversation.assistant_id)()
+        except NotRegistered:
+            raise AssistantUnavailable(
+                f"The assistant {conversation.assistant_id!r} of this conversation no longer exists.",
+                status=conversation.status,
+            )
+        if not assistant.has_permission(request.user):
+            raise PermissionDenied("You may not use this assistant.")
+        content = data.validated_data["content"]
+        streamed = accepts_event_stream(request)
+        turn = Turn(assistant, conversation, user=request.user, stream=streamed or data.validated_data["background"])
+        if data.validated_data["background"]:
+            return start_background_turn(request, turn, content)
+        if streamed:
+            return stream_turn(request, turn, content)
+        messages = turn.run(content)
+        return Response(
+            {
+                "status": conversation.status,
+                "messages": MessageSerializer(messages, many=True).data,
+                "awaiting_approval": ToolCallSerializer(
+                    [c for m in messages for c in m.tool_calls.all() if c.status == ToolCall.Status.AWAITING_APPROVAL],
+                    many=True,
+                ).data,
+            },
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class ToolCallViewSet(ErrorResponses, viewsets.ReadOnlyModelViewSet):
+    """Tool calls, filtered by ``?status=``: approvers see all, others their own; approvers decide."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get_permissions(self) -> list[Any]:
+        if self.action in ("approve", "reject"):
+            return [IsAuthenticated(), CanApproveToolCalls()]
+        return super().get_permissions()
+
+    @action(detail=True, methods=["post"])
+    def approve(self, request: Request, pk: Any = None) -> Response:
+        """Approve a waiting call, optionally with edited ``arguments``; a worker runs it."""
+        data = ApproveInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        call = self.get_object()
+        try:
+            approval.approve(call, request.user, data.validated_data.get("arguments"))
+        except InvalidArguments as exc:
+            raise ValidationError({"arguments": [str(exc)]})
+        call.refresh_from_db()
+        return Response(ApprovalToolCallSerializer(call).data)
+
+    @action(detail=True, methods=["post"])
+    def reject(self, request: Request, pk: Any = None) -> Response:
+        """Reject a waiting call with a ``reason`` the model is told."""
+        data = RejectInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        call = self.get_object()
+        approval.reject(call, request.user, data.validated_data["reason"])
+        call.refresh_from_db()
+        return Response(ApprovalToolCallSerializer(call).data)
+
+    def get_serializer_class(self) -> type[ToolCallSerializer]:
+        return ApprovalToolCallSerializer if can_approve(self.request.user) else ToolCallSerializer
+
+    def get_queryset(self) -> QuerySet[ToolCall]:
+        queryset = ToolCall.objects.select_related("conversation__user").order_by("-created_at", "-id")
+        if not can_approve(self.request.user):
+            queryset = queryset.filter(conversation__user=self.request.user)
+        wanted = self.request.query_params.get("status")
+        if wanted:
+            valid = {choice for choice, _ in ToolCall.Status.choices}
+            statuses = [s for s in wanted.split(",") if s]
+            unknown = [s for s in statuses if s not in valid]
+            if unknown:
+                raise ValidationError({"status": f"Unknown status {', '.join(unknown)}; one of {', '.join(valid)}."})
+            queryset = queryset.filter(status__in=statuses)
+        return queryset

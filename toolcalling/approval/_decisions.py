@@ -1,0 +1,201 @@
+"""Deciding on gated tool calls: approve, reject, cancel, expire — one place for the admin, the API and the tasks.
+
+Every decision is a conditional ``UPDATE ... WHERE status = 'awaiting_approval'`` in the database, so of
+two approvers, an approver and the user cancelling, or a decision and expiry, exactly one wins; the
+others get ``AlreadyDecided``. An approval queues the run of the call after the transaction commits;
+every other decision answers the call at once. When no call of the model's answer is left undecided
+or running, the conversation's continuation asks the model again (see ``_runs``).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.apps import apps
+from django.db import transaction
+from django.db.models import QuerySet
+from django.dispatch import Signal
+from django.utils import timezone
+
+from .. import signals, streaming
+from ..conf import toolcalling_settings
+from ..engine import answer_call_if
+from ..exceptions import AlreadyDecided, TaskQueueUnavailable
+from ..models import Conversation, ToolCall
+from ._arguments import edit_note, validate_arguments
+from ._runs import continue_when_decided, enqueue_run, pending
+
+logger = logging.getLogger("toolcalling")
+
+WAITING = ToolCall.Status.AWAITING_APPROVAL
+# Arguments -------------------------------------------------------------------------------------------
+
+
+def edit_arguments(call: ToolCall, user: Any, arguments: Any) -> ToolCall:
+    """Replace a waiting call's arguments (validated), keeping the model's own in ``original_arguments``."""
+    new = validate_arguments(call, arguments)
+    if new == call.arguments:
+        return call
+    original = call.original_arguments if call.original_arguments is not None else call.arguments
+    if not ToolCall.objects.filter(pk=call.pk, status=WAITING).update(arguments=new, original_arguments=original):
+        raise _already_decided(call)
+    call.arguments, call.original_arguments = new, original
+    return call
+
+
+# Decisions -------------------------------------------------------------------------------------------
+
+
+def approve(call: ToolCall, user: Any, arguments: Any = None) -> ToolCall:
+    """Approve a waiting call (optionally with edited arguments) and run it on a worker after commit."""
+    with transaction.atomic():
+        if arguments is not None:
+            edit_arguments(call, user, arguments)
+        now = timezone.now()
+        if not ToolCall.objects.filter(pk=call.pk, status=WAITING).update(
+            status=ToolCall.Status.APPROVED, decided_by=user, decided_at=now
+        ):
+            raise _already_decided(call)
+        call.status, call.decided_by, call.decided_at = ToolCall.Status.APPROVED, user, now
+        edited = " with edited arguments" if edit_note(call) else ""
+        log_decision(call, user, f"Approved{edited}.")
+        # Sent inside the decision's transaction, so receivers (and the event stream) hear of the
+        # decision before the worker, started only after commit, can report the run.
+        _announce(signals.tool_call_approved, call, user=user)
+        transaction.on_commit(lambda: _enqueue_run_or_wait_again(call, user))
+    return call
+
+
+def _enqueue_run_or_wait_again(call: ToolCall, user: Any) -> None:
+    """Queue the run; if the broker cannot be reached, the call waits for approval again (nothing is lost)."""
+    try:
+        enqueue_run(call)
+    except TaskQueueUnavailable as exc:
+        logger.exception("tool call %s could not be queued; it waits for approval again", call.pk)
+        if ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(
+            status=WAITING, decided_by=None, decided_at=None
+        ):
+            call.status, call.decided_by, call.decided_at = WAITING, None, None
+            log_decision(call, user, "Approval undone: the task queue could not be reached.")
+        raise TaskQueueUnavailable(
+            "The task queue could not be reached, so the call was not started; it waits for approval again.",
+            status=WAITING,
+        ) from exc
+
+
+def reject(call: ToolCall, user: Any, reason: str = "") -> ToolCall:
+    """Reject a waiting call: the model is told (with the reason) and the conversation goes on."""
+    reason = reason.strip()
+    text = "Not run: a staff member rejected this call." + (f" Reason: {reason}" if reason else "")
+    now = timezone.now()
+    with transaction.atomic():
+        _decide(call, ToolCall.Status.REJECTED, text, decided_by=user, decided_at=now, decision_reason=reason)
+        log_decision(call, user, f"Rejected: {reason}" if reason else "Rejected.")
+        _announce(signals.tool_call_rejected, call, user=user, reason=reason)
+    return call
+
+
+def cancel_waiting(conversation: Conversation, user: Any) -> list[ToolCall]:
+    """The user withdraws every call still waiting; the conversation is freed without asking the model.
+
+    Not asking the model keeps cancel cheap and predictable: the user cancelled because they want to
+    say something else, and their next message reaches the model with the cancellations in the
+    history. Calls approved before the cancel still run, and the conversation then goes on as usual.
+    """
+    cancelled = []
+    for call in conversation.tool_calls.filter(status=WAITING).order_by("id"):
+        try:
+            _decide(
+                call,
+                ToolCall.Status.CANCELLED,
+                "Not run: the user cancelled this call before a staff member decided.",
+                continue_after=False,
+                decided_by=user,
+                decided_at=timezone.now(),
+                decision_reason="Cancelled by the user.",
+            )
+        except AlreadyDecided:
+            continue
+        log_decision(call, user, "Cancelled by the user.")
+        cancelled.append(call)
+        _announce(signals.tool_call_cancelled, call, user=user)
+    if not pending(conversation).exists():
+        # Conditional, like every transition: a continuation that already claimed the conversation wins.
+        Conversation.objects.filter(pk=conversation.pk, status=Conversation.Status.AWAITING_APPROVAL).update(
+            status=Conversation.Status.IDLE, updated_at=timezone.now()
+        )
+        conversation.refresh_from_db(fields=["status"])
+    return cancelled
+
+
+def expire(now: datetime | None = None) -> list[ToolCall]:
+    """Expire the calls that waited longer than ``APPROVAL_TIMEOUT``; the model is told, the conversation goes on."""
+    timeout = toolcalling_settings.APPROVAL_TIMEOUT
+    cutoff = (now or timezone.now()) - timedelta(seconds=timeout)
+    expired = []
+    for call in ToolCall.objects.filter(status=WAITING, created_at__lt=cutoff).select_related("conversation"):
+        try:
+            _decide(
+                call,
+                ToolCall.Status.EXPIRED,
+                f"Not run: no staff member decided within {_duration(timeout)}, so the request expired.",
+                decided_at=timezone.now(),
+                decision_reason="Expired.",
+            )
+        except AlreadyDecided:
+            continue
+        expired.append(call)
+        _announce(signals.tool_call_expired, call)
+    return expired
+
+
+def log_decision(call: ToolCall, user: Any, message: str) -> None:
+    """Record a decision in the admin's history of the call (when the admin is installed)."""
+    if user is None or not getattr(user, "pk", None) or not apps.is_installed("django.contrib.admin"):
+        return
+    from django.contrib.admin.models import CHANGE, LogEntry
+
+    LogEntry.objects.log_actions(
+        user.pk, ToolCall.objects.filter(pk=call.pk), CHANGE, change_message=message, single_object=True
+    )
+
+
+def waiting_calls() -> QuerySet[ToolCall]:
+    """The calls awaiting a decision, oldest first, with what the admin and the API show about them."""
+    return ToolCall.objects.filter(status=WAITING).select_related("conversation__user").order_by("created_at")
+
+
+# Internals -------------------------------------------------------------------------------------------
+
+
+def _decide(call: ToolCall, status: str, text: str, *, continue_after: bool = True, **fields: Any) -> None:
+    """Answer a waiting call with ``text`` as its final ``status``, if it is still waiting."""
+    with transaction.atomic():
+        message = answer_call_if(call, from_status=WAITING, status=status, result=text, **fields)
+        if message is None:
+            raise _already_decided(call)
+        if continue_after:
+            continue_when_decided(call.conversation)
+
+
+def _already_decided(call: ToolCall) -> AlreadyDecided:
+    status = ToolCall.objects.filter(pk=call.pk).values_list("status", flat=True).first() or "deleted"
+    label = dict(ToolCall.Status.choices).get(status, status)
+    return AlreadyDecided(f"This tool call was already decided: it is {str(label).lower()}.", status=status)
+
+
+def _duration(seconds: int) -> str:
+    if seconds % 3600 == 0:
+        hours = seconds // 3600
+        return f"{hours} hour{'s' if hours != 1 else ''}"
+    if seconds % 60 == 0:
+        return f"{seconds // 60} minutes"
+    return f"{seconds} seconds"
+
+
+def _announce(signal: Signal, call: ToolCall, **kwargs: Any) -> None:
+    """Tell receivers of ``signal`` and the conversation's event stream that a waiting call was decided."""
+    signal.send(ToolCall, tool_call=call, **kwargs)
+    streaming.publish(call.conversation_id, "tool_call_decided", streaming.describe_call(call))

@@ -1,0 +1,115 @@
+"""Running approved calls on a worker, and going on with the conversation once every call is decided.
+
+Exactly-once does not rely on the broker: the run starts only if this delivery moves the call from
+``approved`` to ``running`` (a conditional update), and its result is stored only if the call is still
+``running``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from ..engine import CONTINUE_CONVERSATION, RUN_APPROVED_TOOL_CALL, answer_call_if, enqueue, run_approved_call
+from ..exceptions import NotRegistered, TaskQueueUnavailable
+from ..models import Conversation, ToolCall
+from ._arguments import edit_note
+
+logger = logging.getLogger("toolcalling")
+
+# Calls of an answer that still keep the conversation from going on.
+PENDING_STATUSES = (ToolCall.Status.AWAITING_APPROVAL, ToolCall.Status.APPROVED, ToolCall.Status.RUNNING)
+
+WORKER_STOPPED = "the worker stopped while running this call"
+
+
+def run(tool_call_id: int) -> bool:
+    """The body of ``tasks.run_approved_tool_call``: run one approved call as the conversation's user, then
+    continue the conversation if it was the last one pending. False when this delivery did not run it."""
+    call = start_run(tool_call_id)
+    if call is None:
+        return False
+    try:
+        run_approved_call(call, note=edit_note(call))
+    except NotRegistered as exc:
+        fail_running(call, str(exc), f"Error: not run: {exc}")
+        return False
+    continue_when_decided(call.conversation)
+    return True
+
+
+def start_run(tool_call_id: int) -> ToolCall | None:
+    """Move an approved call to ``running``; ``None`` unless this caller won and must run it now.
+
+    A call already ``running`` means an earlier delivery of the task started it and its worker
+    stopped (a delivery that is still running holds the task): it is answered as failed rather
+    than run a second time, since the tool may have done its work already.
+    """
+    now = timezone.now()
+    if ToolCall.objects.filter(pk=tool_call_id, status=ToolCall.Status.APPROVED).update(
+        status=ToolCall.Status.RUNNING, started_at=now
+    ):
+        return ToolCall.objects.select_related("conversation__user").get(pk=tool_call_id)
+    call = ToolCall.objects.select_related("conversation").filter(pk=tool_call_id).first()
+    if call is None:
+        logger.warning("approved tool call %s no longer exists", tool_call_id)
+    elif call.status == ToolCall.Status.RUNNING:
+        fail_interrupted(call)
+    else:
+        logger.info("tool call %s is %s already; not run again", call.pk, call.status)
+    return None
+
+
+def fail_interrupted(call: ToolCall) -> bool:
+    """Answer a call left ``running`` by a stopped worker as failed (never re-run it)."""
+    return fail_running(
+        call, WORKER_STOPPED, f"Error: {WORKER_STOPPED}; it was not run again, and whether it took effect is unknown."
+    )
+
+
+def fail_running(call: ToolCall, error: str, text: str) -> bool:
+    """Answer a ``running`` approved call as failed and let the conversation go on; False if already answered."""
+    message = answer_call_if(
+        call, from_status=ToolCall.Status.RUNNING, status=ToolCall.Status.FAILED, result=text, error=error
+    )
+    if message is None:
+        return False
+    logger.error("tool call %s failed: %s", call.pk, error)
+    continue_when_decided(call.conversation)
+    return True
+
+
+def enqueue_run(call: ToolCall) -> None:
+    """Queue the run of an approved call (``TaskQueueUnavailable`` if the broker cannot be reached)."""
+    enqueue(RUN_APPROVED_TOOL_CALL, call.pk)
+
+
+def continue_when_decided(conversation: Conversation) -> bool:
+    """Enqueue the conversation's continuation once none of its calls is waiting, approved or running.
+
+    Several calls finishing at once may each enqueue it; the continuation claims the conversation
+    conditionally, so only one of them asks the model.
+    """
+    if conversation.status != Conversation.Status.AWAITING_APPROVAL:
+        conversation.refresh_from_db(fields=["status"])
+    if conversation.status != Conversation.Status.AWAITING_APPROVAL or pending(conversation).exists():
+        return False
+    conversation_id = conversation.pk
+    transaction.on_commit(lambda: enqueue_continue(conversation_id))
+    return True
+
+
+def enqueue_continue(conversation_id: Any) -> None:
+    try:
+        enqueue(CONTINUE_CONVERSATION, str(conversation_id))
+    except TaskQueueUnavailable:
+        # The decision is stored; the sweep (continue_stalled) queues the continuation again later.
+        logger.warning("the continuation of conversation %s could not be queued", conversation_id)
+
+
+def pending(conversation: Conversation) -> QuerySet[ToolCall]:
+    return ToolCall.objects.filter(conversation_id=conversation.pk, status__in=PENDING_STATUSES)

@@ -1,0 +1,44 @@
+"""The engine: a turn (``Turn``), one call's path, the model client, the fan-out to hooks, signals, events and
+telemetry, storage, memory and structured output. It knows tools and models, never HTTP or approvals."""
+
+from ._calls import CallPath, Limits, run_approved_call, run_tool
+from ._client import ModelClient, ModelReply, RequestedCall, Usage, build_openai_client, get_client
+from ._observers import Listener, Observers
+from ._queue import CONTINUE_CONVERSATION, RUN_APPROVED_TOOL_CALL, RUN_TURN, enqueue
+from ._runner import Step, Stepper, TurnResult, continue_turn, conversation_for, run_claimed_turn, run_turn
+from ._storage import answer_call_if, close_open_calls, load_messages, set_status, to_openai
+from ._structured import OutputSpec
+from ._turn import Turn
+
+__all__ = [
+    "CONTINUE_CONVERSATION",
+    "RUN_APPROVED_TOOL_CALL",
+    "RUN_TURN",
+    "CallPath",
+    "Limits",
+    "Listener",
+    "ModelClient",
+    "ModelReply",
+    "Observers",
+    "OutputSpec",
+    "RequestedCall",
+    "Step",
+    "Stepper",
+    "Turn",
+    "TurnResult",
+    "Usage",
+    "answer_call_if",
+    "build_openai_client",
+    "close_open_calls",
+    "continue_turn",
+    "conversation_for",
+    "enqueue",
+    "get_client",
+    "load_messages",
+    "run_approved_call",
+    "run_claimed_turn",
+    "run_tool",
+    "run_turn",
+    "set_status",
+    "to_openai",
+]

@@ -1,0 +1,209 @@
+"""One call's path — validate → limit → gate → run → answer — the same for a turn in a request, the stepper,
+and a worker running an approved call."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from django.utils import timezone
+from pydantic import BaseModel
+
+from ..conf import toolcalling_settings
+from ..exceptions import InvalidArguments, ToolCallLimitExceeded, ToolExecutionError
+from ..hooks import TurnView
+from ..models import Message, ToolCall
+from ..toolkit import Tool, assistants, result_to_text, split_extras
+from . import _storage as storage
+from ._observers import Observers, Outcome
+
+if TYPE_CHECKING:
+    from ..toolkit import ToolContext
+
+logger = logging.getLogger("toolcalling")
+
+
+class Limits:
+    """``MAX_CALLS_PER_TOOL`` and ``MAX_TOTAL_TOOL_CALLS``, counting the calls of the current turn only."""
+
+    def __init__(self) -> None:
+        self.per_tool: Counter[str] = Counter()
+        self.total = 0
+
+    def count_stored(self, messages: list[Message]) -> None:
+        """Count the calls the turn made before it waited for approval: those since the last user message."""
+        for message in reversed(messages):
+            if message.role == Message.Role.USER:
+                break
+            for call in message.tool_calls.all():
+                self.take(call.name)
+
+    def take(self, name: str) -> str | None:
+        """Count one call; the limit it goes over, described for the model, or ``None``."""
+        self.per_tool[name] += 1
+        self.total += 1
+        s = toolcalling_settings
+        if self.per_tool[name] > s.MAX_CALLS_PER_TOOL:
+            return f"at most {s.MAX_CALLS_PER_TOOL} calls to {name!r} per turn"
+        if self.total > s.MAX_TOTAL_TOOL_CALLS:
+            return f"at most {s.MAX_TOTAL_TOOL_CALLS} tool calls per turn"
+        return None
+
+
+class CallPath:
+    """Runs the calls of one conversation's turn (or one approved call) with the tools offered to its user.
+
+    ``record`` is told of every message the path stores (the turn adds it to the history it sends).
+    With ``raise_errors`` (``TOOL_ERRORS = "raise"`` in a request) a failed call is answered and then
+    ends the turn with ``ToolExecutionError``; otherwise the failure is the result the model reads.
+    """
+
+    def __init__(
+        self,
+        *,
+        view: TurnView,
+        tools: dict[str, Tool],
+        observers: Observers,
+        record: Callable[[Message], None],
+        limits: Limits | None = None,
+        extras: type[BaseModel] | None = None,
+        extras_exempt: Iterable[str] = (),
+        raise_errors: bool = False,
+    ) -> None:
+        self.view = view
+        self.ctx: ToolContext = view.context
+        self.tools = tools
+        self.observers = observers
+        self.record = record
+        self.limits = limits or Limits()
+        self.extras = extras
+        self.extras_exempt = set(extras_exempt)
+        self.raise_errors = raise_errors
+
+    def handle(self, call: ToolCall) -> str | None:
+        """Validate, limit, gate, run and answer one call; the text the model reads, ``None`` while it waits."""
+        over = self.limits.take(call.name)
+        if over is not None:
+            if toolcalling_settings.ON_LIMIT_EXCEEDED == "raise":
+                raise ToolCallLimitExceeded(f"Tool call limit exceeded: {over}.")
+            return self._answer(call, ToolCall.Status.FAILED, f"Error: not run, the limit is {over}.")
+        tool = self.tools.get(call.name)
+        if tool is None:
+            available = ", ".join(sorted(self.tools)) or "none"
+            return self._fail(call, f"Error: there is no tool named {call.name!r}. Available tools: {available}.")
+        try:
+            arguments = self._validate(tool, call)
+        except InvalidArguments as exc:
+            return self._fail(call, f"Error: invalid arguments for {tool.name}: {exc}. Fix them and call again.")
+        self.ctx.tool_call = call
+        try:
+            gated = tool.needs_approval(self.ctx, call.arguments)
+        except Exception as exc:
+            logger.exception("approval rule of %s failed", tool.name)
+            return self._fail(call, f"Error: {type(exc).__name__}: {exc}", cause=exc)
+        if gated:
+            call.requires_approval = True
+            call.status = ToolCall.Status.AWAITING_APPROVAL
+            call.save(update_fields=["arguments", "extras", "requires_approval", "status"])
+            self.observers.call_waiting(call)
+            return None
+        with self.observers.tool_span(call):
+            status, text, error = self._run(tool, call, arguments)
+            if status == ToolCall.Status.FAILED:
+                return self._fail(call, text, error, detail=f"Tool {tool.name!r} failed: {error}")
+            return self._answer(call, status, text, error)
+
+    def answer_decided(self, call: ToolCall, status: str, text: str) -> str:
+        """Answer a call its caller decided not to run (the stepper's ``skip`` and ``reject``); it still counts."""
+        self.limits.take(call.name)
+        return self._answer(call, status, text, "" if status == ToolCall.Status.SUCCEEDED else text)
+
+    def run_approved(self, call: ToolCall, *, note: str = "") -> bool:
+        """Run a call a worker moved from ``approved`` to ``running``, and answer it if it is still ``running``.
+
+        ``note`` goes before the result (e.g. that an approver changed the arguments). Returns False when
+        the call was answered meanwhile (a sweep failed it); nothing is then stored twice.
+        """
+        with self.observers.tool_span(call):
+            status, text, error = self._run_approved(call)
+            message = storage.answer_call_if(
+                call, from_status=ToolCall.Status.RUNNING, status=status, result=f"{note}{text}", error=error
+            )
+        if message is None:
+            logger.warning("tool call %s was answered while it ran; its result is dropped: %s", call.pk, text)
+            return False
+        self.record(message)
+        self.observers.answered(call)
+        return True
+
+    # The steps --------------------------------------------------------------------------------------
+
+    def _validate(self, tool: Tool, call: ToolCall) -> BaseModel:
+        """Parse the model's arguments; extras are split off and handed to the assistant first."""
+        raw: Any = call.raw_arguments
+        extra_value = None
+        if self.extras is not None and tool.name not in self.extras_exempt:
+            raw, extra_value = split_extras(raw, self.extras)
+        arguments = tool.parse_arguments(raw)
+        call.arguments = arguments.model_dump(mode="json")
+        if extra_value is not None:
+            call.extras = extra_value.model_dump(mode="json")
+            self.view.assistant.on_argument_extras(call, extra_value)
+        return arguments
+
+    def _run(self, tool: Tool, call: ToolCall, arguments: BaseModel) -> Outcome:
+        call.started_at = call.started_at or timezone.now()
+        self.ctx.tool_call = call
+        return self.observers.run_tool(call, lambda: run_tool(tool, self.ctx, arguments))
+
+    def _run_approved(self, call: ToolCall) -> Outcome:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return ToolCall.Status.FAILED, f"Error: the tool {call.name!r} is not available.", ""
+        try:
+            arguments = tool.parse_arguments(call.arguments)
+        except InvalidArguments as exc:
+            return ToolCall.Status.FAILED, f"Error: invalid arguments for {tool.name}: {exc}.", ""
+        return self._run(tool, call, arguments)
+
+    def _fail(
+        self, call: ToolCall, text: str, error: str | None = None, *, detail: str = "", cause: Exception | None = None
+    ) -> str:
+        """Answer a failed call; with ``raise_errors`` the turn then ends. The one place that decides it."""
+        self._answer(call, ToolCall.Status.FAILED, text, text if error is None else error)
+        if self.raise_errors:
+            raise ToolExecutionError(detail or text.removeprefix("Error: ")) from cause
+        return text
+
+    def _answer(self, call: ToolCall, status: str, text: str, error: str = "") -> str:
+        message = storage.answer_call(call, status=status, result=text, error=error)
+        self.record(message)
+        self.observers.answered(call)
+        return text
+
+
+def run_tool(tool: Tool, ctx: ToolContext, arguments: BaseModel) -> Outcome:
+    """Call a tool function; return ``(status, text for the model, error)``. Never raises for tool errors."""
+    try:
+        value = tool.invoke(ctx, arguments)
+        return ToolCall.Status.SUCCEEDED, result_to_text(value), ""
+    except Exception as exc:
+        logger.warning("tool %s failed: %s: %s", tool.name, type(exc).__name__, exc)
+        error = f"{type(exc).__name__}: {exc}"
+        return ToolCall.Status.FAILED, f"Error: {error}", error
+
+
+def run_approved_call(call: ToolCall, *, note: str = "") -> bool:
+    """Run one approved call (already ``running``) for the conversation's user, with the tools that assistant
+    offers that user now. Tool errors go back to the model whatever ``TOOL_ERRORS`` says: no request waits."""
+    conversation = call.conversation
+    assistant = assistants.get(conversation.assistant_id)()
+    user = conversation.user  # the requester, never the approver
+    view = TurnView(assistant=assistant, conversation=conversation, user=user,
+                    context=assistant.build_context(user, conversation))  # fmt: skip
+    observers = Observers(view, assistant.get_hooks())
+    tools = {t.name: t for t in assistant.get_tools(view.context)}
+    path = CallPath(view=view, tools=tools, observers=observers, record=observers.message_added)
+    return path.run_approved(call, note=note)

@@ -1,0 +1,291 @@
+"""The tool-calling loop: one user turn, from the stored history to the model's final answer.
+
+A turn reads top to bottom: ``claim`` the conversation → ``start`` (store the user's message, load the
+history) → ``step`` until one says how the turn ends (``ask`` the model, store its ``answer``,
+``run_calls``) → ``end``. Each step returns what happens next; nothing watches a stored status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from ..conf import toolcalling_settings
+from ..exceptions import ConversationBusy, ModelCallLimitExceeded, OutputValidationError, TurnError
+from ..hooks import EndTurn, ModelRequest, TurnView
+from ..models import Conversation, Message, ToolCall
+from ..toolkit import SEARCH_TOOL_NAME, Tool, ToolSearch, check_extras, search_enabled, with_extras
+from . import _memory as memory
+from . import _storage as storage
+from ._calls import CallPath, Limits
+from ._client import ModelClient, ModelReply, get_client
+from ._observers import Listener, Observers
+from ._structured import OutputCheck
+
+if TYPE_CHECKING:
+    from ..assistant import Assistant
+
+IDLE = Conversation.Status.IDLE
+AWAITING_APPROVAL = Conversation.Status.AWAITING_APPROVAL
+FAILED = Conversation.Status.FAILED
+
+
+class Turn:
+    """Runs one turn of a conversation: ask the model, run the calls it asks for, repeat until it answers.
+
+    ``run(content)`` runs a turn for a new user message; ``run(None)`` continues a turn whose gated
+    calls have all been decided. The steps are public so code that must own each iteration can drive
+    them itself (``Stepper`` does).
+    """
+
+    def __init__(
+        self,
+        assistant: Assistant,
+        conversation: Conversation,
+        *,
+        user: Any = None,
+        client: ModelClient | None = None,
+        listeners: list[Listener] | None = None,
+        stream: bool = False,
+        output_type: type[BaseModel] | None = None,
+    ) -> None:
+        self.assistant = assistant
+        self.conversation = conversation
+        self.client = client or get_client()
+        user = user if user is not None else conversation.user
+        self.view = TurnView(assistant=assistant, conversation=conversation, user=user,
+                             context=assistant.build_context(user, conversation), stream=stream)  # fmt: skip
+        self.observers = Observers(self.view, assistant.get_hooks(), listeners or [])
+        self.tools: dict[str, Tool] = {t.name: t for t in assistant.get_tools(self.view.context)}
+        check_extras(assistant.argument_extras, self.tools.values(), type(assistant).__qualname__)
+        self.search: ToolSearch | None = None
+        if search_enabled(assistant, len(self.tools)):
+            self.search = ToolSearch(self.tools, conversation, max_results=assistant.tool_search_results)
+            self.tools[SEARCH_TOOL_NAME] = self.search.tool
+        spec = assistant.get_output_spec(output_type)
+        self.output = OutputCheck(spec) if spec is not None else None
+        self.limits = Limits()
+        self.calls = CallPath(
+            view=self.view,
+            tools=self.tools,
+            observers=self.observers,
+            record=self.record,
+            limits=self.limits,
+            extras=assistant.argument_extras,
+            extras_exempt=[SEARCH_TOOL_NAME],
+            raise_errors=toolcalling_settings.TOOL_ERRORS == "raise",
+        )
+        self.history: list[dict[str, Any]] = []
+        self.ended = False
+
+    @property
+    def new_messages(self) -> list[Message]:
+        """The messages this turn stored, in order."""
+        return self.view.messages
+
+    @property
+    def output_value(self) -> BaseModel | None:
+        """The parsed final answer, when the turn asked for an output type."""
+        return self.output.value if self.output is not None else None
+
+    # The turn, top to bottom --------------------------------------------------------------------------
+
+    def run(self, content: str | None = None, *, claimed: bool = False) -> list[Message]:
+        """Run the turn to its end and return the messages it added.
+
+        ``claimed=True``: the caller already called ``claim()`` (to answer "busy" before handing the
+        turn to a thread or a worker).
+        """
+        if not claimed:
+            self.claim(continuing=content is None)
+        with self.guard():
+            self.start(content)
+            ending = None
+            while ending is None:
+                ending = self.step()
+            self.end(ending)
+        return self.new_messages
+
+    def claim(self, *, continuing: bool = False) -> None:
+        """Mark the conversation ``running``; only one turn runs per conversation at a time."""
+        conv = self.conversation
+        if continuing:
+            if not storage.claim(conv, from_statuses=[AWAITING_APPROVAL]):
+                raise ConversationBusy("The conversation is not waiting to continue.", status=conv.status)
+            return
+        if storage.claim(conv, from_statuses=[IDLE, FAILED]):
+            return
+        if storage.claim(conv, from_statuses=[], stale_after=toolcalling_settings.STALE_TURN_TIMEOUT):
+            # The turn's process died: answer the calls it left open, then go on as usual.
+            for message in storage.close_open_calls(conv, "the turn was interrupted."):
+                self.record(message)
+            return
+        conv.refresh_from_db(fields=["status"])
+        if conv.status == AWAITING_APPROVAL:
+            raise ConversationBusy(
+                "The conversation is waiting for a staff member to approve a tool call. "
+                "Wait for the decision or cancel the waiting calls.",
+                status=conv.status,
+            )
+        raise ConversationBusy(status=conv.status)
+
+    def start(self, content: str | None) -> None:
+        """Store the user's message (if any) and load the history the model will see."""
+        conv = self.conversation
+        if content is not None:
+            self.record(storage.add_message(conv, Message.Role.USER, content))
+            if not conv.title:
+                conv.title = " ".join(content.split())[:80]
+                conv.save(update_fields=["title"])
+        self.observers.turn_started()
+        messages = storage.load_messages(conv)
+        self.limits.count_stored(messages)
+        self.history = memory.build_history(self.assistant, messages)
+
+    def step(self) -> str | None:
+        """Ask the model once and act on its answer: the status the turn ends with, or ``None`` to go on."""
+        calls = self.answer()
+        return self.run_calls(calls) if calls else IDLE
+
+    def answer(self) -> list[ToolCall]:
+        """Ask until the model gives an answer the turn can use; store it and return the calls it asks for.
+
+        With an output type, a final answer that does not validate is sent back to the model (nothing of
+        it is stored) until the assistant's ``output_retries`` are used up; then it is stored and the turn fails.
+        """
+        while True:
+            reply = self.ask()
+            data = None
+            if self.output is not None and not reply.tool_calls:
+                verdict = self.output.check(reply)
+                if verdict.retry:
+                    self.send_back(reply, verdict.problem)
+                    continue
+                if verdict.value is None:
+                    self.record(storage.add_reply(self.conversation, reply)[0])
+                    raise OutputValidationError(verdict.problem)
+                data = verdict.value.model_dump(mode="json")
+            message, calls = storage.add_reply(self.conversation, reply, data=data)
+            self.record(message)
+            return calls
+
+    def ask(self) -> ModelReply:
+        """Send the history and the offered tools to the model once."""
+        if self.view.model_calls >= toolcalling_settings.MAX_MODEL_CALLS:
+            raise ModelCallLimitExceeded(
+                f"The model was asked {self.view.model_calls} times in one turn without a final answer; stopped."
+            )
+        return self.observers.model_call(self.request(), self.send)
+
+    def run_calls(self, calls: list[ToolCall], decided: dict[int, tuple[str, str]] | None = None) -> str | None:
+        """Run (or queue for approval) each call of one answer in the order given; how the turn goes on.
+
+        ``decided`` maps call ids to a ``(status, result)`` already chosen by the caller (a stepper that
+        skipped or rejected them); those calls are answered with it and not run. Returns
+        ``awaiting_approval`` when a call waits, ``idle`` when every call was return-direct (their results
+        are the reply), ``None`` when the model is asked again.
+        """
+        direct: list[str] = []
+        for call in calls:
+            if decided and call.pk in decided:
+                result = self.calls.answer_decided(call, *decided[call.pk])
+            else:
+                result = self.calls.handle(call)
+            tool = self.tools.get(call.name)
+            if tool is not None and tool.return_direct and call.status == ToolCall.Status.SUCCEEDED:
+                direct.append(result or "")
+        if any(c.status == ToolCall.Status.AWAITING_APPROVAL for c in calls):
+            self.observers.awaiting_approval([c for c in calls if c.requires_approval])
+            return AWAITING_APPROVAL
+        if len(direct) == len(calls):
+            self.record(storage.add_message(self.conversation, Message.Role.ASSISTANT, "\n\n".join(direct)))
+            return IDLE
+        return None
+
+    def end(self, status: str, error: str = "") -> None:
+        """Store how the turn ended and tell everyone; once."""
+        if self.ended:
+            return
+        self.ended = True
+        storage.set_status(self.conversation, status, error)
+        self.observers.turn_ended()
+
+    # Ending otherwise ---------------------------------------------------------------------------------
+
+    @contextmanager
+    def guard(self) -> Iterator[None]:
+        """Around the steps: ``EndTurn`` ends the turn with its message; an error fails it and is raised on."""
+        try:
+            yield
+        except EndTurn as end:
+            self.end_early(end.message)
+        except TurnError as exc:
+            self.fail(str(exc))
+            exc.status, exc.messages = self.conversation.status, list(self.new_messages)
+            raise
+        except BaseException:
+            self.fail("The turn stopped on an internal error.")
+            raise
+
+    def fail(self, error: str) -> None:
+        """End the turn as ``failed`` with every open call answered, so the next message works."""
+        for message in storage.close_open_calls(self.conversation, "the turn ended with an error."):
+            self.record(message)
+        self.observers.turn_failed(error)
+        self.end(FAILED, error)
+
+    def end_early(self, message: str) -> None:
+        """A hook raised ``EndTurn``: answer any open call, then its message is the reply."""
+        for closed in storage.close_open_calls(self.conversation, "the turn was ended before this call ran."):
+            self.record(closed)
+        self.record(storage.add_message(self.conversation, Message.Role.ASSISTANT, message))
+        self.end(IDLE)
+
+    # Parts of the steps -------------------------------------------------------------------------------
+
+    def request(self) -> ModelRequest:
+        """The next request: instructions, the history under the memory policy, and the offered tools."""
+        instructions = self.assistant.get_instructions(self.view.context)
+        options = dict(self.assistant.model_options)
+        if self.output is not None:
+            instructions = f"{instructions}\n\n{self.output.spec.instructions()}"
+            options["response_format"] = self.output.spec.response_format()
+        return ModelRequest(
+            model=self.assistant.get_model(),
+            messages=[{"role": "system", "content": instructions}, *memory.trim(self.assistant, self.history)],
+            tools=self.offered_tools(),
+            options=options,
+        )
+
+    def send(self, request: ModelRequest) -> ModelReply:
+        on_delta = self.observers.delta if self.view.stream else None
+        return self.client.complete(
+            model=request.model, messages=request.messages, tools=request.tools, on_delta=on_delta, **request.options
+        )
+
+    def offered_tools(self) -> list[dict[str, Any]]:
+        """The tool definitions for the next request: all tools, or the search tool and what it has found."""
+        tools = self.search.offered(self.tools) if self.search else list(self.tools.values())
+        definitions = [t.definition() for t in tools]
+        extra_fields = self.assistant.argument_extras
+        if extra_fields is not None:
+            definitions = [
+                d if d["function"]["name"] == SEARCH_TOOL_NAME else with_extras(d, extra_fields) for d in definitions
+            ]
+        return definitions
+
+    def send_back(self, reply: ModelReply, problem: str) -> None:
+        """An invalid structured answer: its tokens count, it and the correction go to the next request only."""
+        assert self.output is not None
+        usage = reply.usage
+        storage.add_usage(self.conversation, usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+        self.history += self.output.correction(reply, problem)
+        self.observers.output_retry(self.output.retries_used, problem)
+
+    def record(self, message: Message) -> None:
+        """A message this turn stored: it joins the history sent next, and everyone hears of it."""
+        self.history.extend(storage.to_openai([message]))
+        self.observers.message_added(message)

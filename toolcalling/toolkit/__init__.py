@@ -1,0 +1,33 @@
+"""The toolkit: what a tool is (``@tool``, ``Tool``, its schema and context), the registries that hold tools
+and assistants, argument extras and tool search. It knows nothing of turns, storage or HTTP."""
+
+from ._context import ToolContext
+from ._extras import check_extras, split_extras, with_extras
+from ._registry import AssistantRegistry, Registry, ToolRegistry, assistants, tools
+from ._schema import describe_validation_error, json_schema
+from ._search import SEARCH_TOOL_NAME, ToolIndex, ToolSearch, search_enabled, tokenize
+from ._tool import ApprovalRule, Tool, make_tool, result_to_text, tool
+
+__all__ = [
+    "SEARCH_TOOL_NAME",
+    "ApprovalRule",
+    "AssistantRegistry",
+    "Registry",
+    "Tool",
+    "ToolContext",
+    "ToolIndex",
+    "ToolRegistry",
+    "ToolSearch",
+    "assistants",
+    "check_extras",
+    "describe_validation_error",
+    "json_schema",
+    "make_tool",
+    "result_to_text",
+    "search_enabled",
+    "split_extras",
+    "tokenize",
+    "tool",
+    "tools",
+    "with_extras",
+]

@@ -1,0 +1,192 @@
+"""The ``@tool`` decorator and ``Tool``, a function the model may call, with its schema and options."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
+
+from ..exceptions import ImproperlyDefined, InvalidArguments
+from ._context import ToolContext
+from ._registry import tools as tool_registry
+from ._schema import build_arguments_model, describe_validation_error, json_schema, split_docstring
+
+NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+ApprovalRule = bool | Callable[[ToolContext, dict[str, Any]], bool]
+
+
+def arguments_object(raw: Any) -> dict[str, Any]:
+    """Arguments (JSON text, or already parsed) as a JSON object, empty text as ``{}``; else ``InvalidArguments``."""
+    if raw is None or raw == "":
+        return {}
+    data = raw
+    if isinstance(raw, str):
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InvalidArguments(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})")
+    if not isinstance(data, dict):
+        raise InvalidArguments("arguments must be a JSON object")
+    return data
+
+
+@dataclass(kw_only=True, eq=False)
+class Tool:
+    """A registered tool: the function, what the model is told about it, and how it may be called."""
+
+    func: Callable[..., Any]
+    """The site's function."""
+    name: str
+    """The name the model calls it by (``^[a-zA-Z0-9_-]{1,64}$``)."""
+    description: str
+    """What the model reads to decide when to call it."""
+    requires_approval: ApprovalRule = False
+    """True, or ``(ctx, args) -> bool``: the call waits for a staff decision before it runs."""
+    return_direct: bool = False
+    """The result is the reply; the model is not asked again (when every call of an answer is direct)."""
+    permissions: tuple[str, ...] = ()
+    """Django permissions the user must hold for the tool to be offered at all."""
+    arguments_model: type[BaseModel] = field(repr=False)
+    """The pydantic model arguments are validated with."""
+    context_param: str | None = None
+    """The parameter that receives the ``ToolContext``, if any."""
+    parameters: dict[str, Any] = field(default_factory=dict, repr=False)
+    """The JSON schema of the arguments."""
+
+    @property
+    def module(self) -> str:
+        return f"{self.func.__module__}.{self.func.__qualname__}"
+
+    def definition(self) -> dict[str, Any]:
+        """The entry for the ``tools`` list of a Chat Completions request."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    def needs_approval(self, ctx: ToolContext, arguments: dict[str, Any]) -> bool:
+        rule = self.requires_approval
+        return bool(rule(ctx, arguments)) if callable(rule) else bool(rule)
+
+    def user_may_use(self, user: Any) -> bool:
+        return not self.permissions or bool(user is not None and user.has_perms(self.permissions))
+
+    def parse_arguments(self, raw: str | dict[str, Any] | None) -> BaseModel:
+        """Parse and validate the model's arguments (JSON text or a dict)."""
+        try:
+            return self.arguments_model.model_validate(arguments_object(raw))
+        except ValidationError as exc:
+            raise InvalidArguments(describe_validation_error(exc))
+
+    def invoke(self, ctx: ToolContext, arguments: BaseModel) -> Any:
+        """Call the function with validated arguments (nested models stay models) and the context."""
+        kwargs = {name: getattr(arguments, name) for name in type(arguments).model_fields}
+        if self.context_param:
+            kwargs[self.context_param] = ctx
+        return self.func(**kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Calling the tool object calls the plain function, so tools stay ordinary functions in tests."""
+        return self.func(*args, **kwargs)
+
+
+def make_tool(
+    func: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: ApprovalRule = False,
+    return_direct: bool = False,
+    permissions: Sequence[str] = (),
+) -> Tool:
+    """Build a ``Tool`` from a function, collecting every problem into one error."""
+    tool_name = name or func.__name__
+    doc_text, param_docs = split_docstring(func.__doc__)
+    problems = []
+    if not NAME_RE.match(tool_name):
+        problems.append(f"name {tool_name!r} must match ^[a-zA-Z0-9_-]{{1,64}}$")
+    text = (description or doc_text or "").strip()
+    if not text:
+        problems.append("no description: write a docstring or pass description=")
+    if isinstance(permissions, str):
+        problems.append("permissions must be a list of permission strings, not one string")
+    if not (isinstance(requires_approval, bool) or callable(requires_approval)):
+        problems.append("requires_approval must be a bool or a callable (ctx, args) -> bool")
+    try:
+        model, context_param = build_arguments_model(func, tool_name if not problems else "tool", param_docs)
+        parameters = json_schema(model)
+    except ImproperlyDefined as exc:
+        problems.append(str(exc).split(" cannot be used: ", 1)[-1].rstrip("."))
+        model, context_param, parameters = None, None, {}
+    if problems:
+        raise ImproperlyDefined(f"Tool {func.__qualname__!r} cannot be used: " + "; ".join(problems) + ".")
+    assert model is not None
+    return Tool(
+        func=func,
+        name=tool_name,
+        description=text,
+        requires_approval=requires_approval,
+        return_direct=return_direct,
+        permissions=tuple(permissions),
+        arguments_model=model,
+        context_param=context_param,
+        parameters=parameters,
+    )
+
+
+@overload
+def tool(function: Callable[..., Any]) -> Tool: ...
+@overload
+def tool(
+    function: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: ApprovalRule = False,
+    return_direct: bool = False,
+    permissions: Sequence[str] = (),
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: ApprovalRule = False,
+    return_direct: bool = False,
+    permissions: Sequence[str] = (),
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a function a tool and register it; use bare (``@tool``) or with options (``@tool(...)``)."""
+
+    def decorator(func: Callable[..., Any]) -> Tool:
+        made = make_tool(
+            func,
+            name=name,
+            description=description,
+            requires_approval=requires_approval,
+            return_direct=return_direct,
+            permissions=permissions,
+        )
+        tool_registry.register(made)
+        return made
+
+    return decorator(function) if function is not None else decorator
+
+
+def result_to_text(result: Any) -> str:
+    """What the model reads: strings as they are, everything else as JSON."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, BaseModel):
+        return result.model_dump_json()
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        result = dataclasses.asdict(result)
+    return to_json(result).decode()
