@@ -3,7 +3,7 @@ telemetry, storage, memory and structured output. It knows tools and models, nev
 
 from ._calls import CallPath, Limits, run_approved_call, run_tool
 from ._client import ModelClient, ModelReply, RequestedCall, Usage, build_openai_client, get_client
-from ._observers import Listener, Observers
+from ._observers import Listener, Observers, describe_call
 from ._queue import CONTINUE_CONVERSATION, RUN_APPROVED_TOOL_CALL, RUN_TURN, enqueue
 from ._runner import Step, Stepper, TurnResult, continue_turn, conversation_for, run_claimed_turn, run_turn
 from ._storage import answer_call_if, close_open_calls, load_messages, set_status, to_openai
@@ -31,6 +31,7 @@ __all__ = [
     "build_openai_client",
     "close_open_calls",
     "continue_turn",
+    "describe_call",
     "conversation_for",
     "enqueue",
     "get_client",

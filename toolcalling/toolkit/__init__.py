@@ -6,7 +6,7 @@ from ._extras import check_extras, split_extras, with_extras
 from ._registry import AssistantRegistry, Registry, ToolRegistry, assistants, tools
 from ._schema import describe_validation_error, json_schema
 from ._search import SEARCH_TOOL_NAME, ToolIndex, ToolSearch, search_enabled, tokenize
-from ._tool import ApprovalRule, Tool, make_tool, result_to_text, tool
+from ._tool import ApprovalRule, Tool, humanise, make_tool, result_to_text, tool, tool_label
 
 __all__ = [
     "SEARCH_TOOL_NAME",
@@ -21,6 +21,7 @@ __all__ = [
     "assistants",
     "check_extras",
     "describe_validation_error",
+    "humanise",
     "json_schema",
     "make_tool",
     "result_to_text",
@@ -28,6 +29,7 @@ __all__ = [
     "split_extras",
     "tokenize",
     "tool",
+    "tool_label",
     "tools",
     "with_extras",
 ]

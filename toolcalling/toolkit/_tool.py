@@ -22,6 +22,13 @@ NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 ApprovalRule = bool | Callable[[ToolContext, dict[str, Any]], bool]
 
 
+def humanise(name: str) -> str:
+    """A tool name as words for people: ``cancel_order`` and ``cancelOrder`` become "Cancel order"."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    words = re.sub(r"[_\-\s]+", " ", words).strip().lower()
+    return words[:1].upper() + words[1:]
+
+
 def arguments_object(raw: Any) -> dict[str, Any]:
     """Arguments (JSON text, or already parsed) as a JSON object, empty text as ``{}``; else ``InvalidArguments``."""
     if raw is None or raw == "":
@@ -47,6 +54,8 @@ class Tool:
     """The name the model calls it by (``^[a-zA-Z0-9_-]{1,64}$``)."""
     description: str
     """What the model reads to decide when to call it."""
+    label: str = ""
+    """What end users see instead of the name (may be a lazy translation); default: the name, humanised."""
     requires_approval: ApprovalRule = False
     """True, or ``(ctx, args) -> bool``: the call waits for a staff decision before it runs."""
     return_direct: bool = False
@@ -59,6 +68,10 @@ class Tool:
     """The parameter that receives the ``ToolContext``, if any."""
     parameters: dict[str, Any] = field(default_factory=dict, repr=False)
     """The JSON schema of the arguments."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.label, str) and not self.label:
+            self.label = humanise(self.name)
 
     @property
     def module(self) -> str:
@@ -102,6 +115,7 @@ def make_tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    label: str | None = None,
     requires_approval: ApprovalRule = False,
     return_direct: bool = False,
     permissions: Sequence[str] = (),
@@ -117,6 +131,9 @@ def make_tool(
         problems.append("no description: write a docstring or pass description=")
     if isinstance(permissions, str):
         problems.append("permissions must be a list of permission strings, not one string")
+    # A lazy translation is left unevaluated: tools are defined before a language is active.
+    if isinstance(label, str) and not label.strip():
+        problems.append("label must not be empty: leave it out to show the name, humanised")
     if not (isinstance(requires_approval, bool) or callable(requires_approval)):
         problems.append("requires_approval must be a bool or a callable (ctx, args) -> bool")
     try:
@@ -132,6 +149,7 @@ def make_tool(
         func=func,
         name=tool_name,
         description=text,
+        label=humanise(tool_name) if label is None else label,
         requires_approval=requires_approval,
         return_direct=return_direct,
         permissions=tuple(permissions),
@@ -149,6 +167,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    label: str | None = None,
     requires_approval: ApprovalRule = False,
     return_direct: bool = False,
     permissions: Sequence[str] = (),
@@ -160,6 +179,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    label: str | None = None,
     requires_approval: ApprovalRule = False,
     return_direct: bool = False,
     permissions: Sequence[str] = (),
@@ -171,6 +191,7 @@ def tool(
             func,
             name=name,
             description=description,
+            label=label,
             requires_approval=requires_approval,
             return_direct=return_direct,
             permissions=permissions,
@@ -179,6 +200,14 @@ def tool(
         return made
 
     return decorator(function) if function is not None else decorator
+
+
+def tool_label(name: str) -> str:
+    """What end users see for the tool called ``name``: its label, or the name humanised when no such tool is
+    registered (any more), so a stored call always has something readable to show."""
+    if tool_registry.is_registered(name):
+        return str(tool_registry.get(name).label)
+    return humanise(name)
 
 
 def result_to_text(result: Any) -> str:
