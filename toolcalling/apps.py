@@ -1,5 +1,7 @@
 """App configs: the simple one registers checks; the default one also autodiscovers tools and assistants."""
 
+from importlib.util import find_spec
+
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 
@@ -16,6 +18,9 @@ class SimpleToolcallingConfig(AppConfig):
             checks,  # noqa: F401  (registers the system checks)
             tasks,  # noqa: F401  (registers the shared tasks with every Celery app, whatever it discovers)
         )
+
+        if find_spec("drf_spectacular") is not None:  # the optional [openapi] extra
+            from .api import openapi  # noqa: F401  (describes the API in the site's drf-spectacular schema)
 
 
 class ToolcallingConfig(SimpleToolcallingConfig):
