@@ -94,6 +94,8 @@ class Reply:
     error_code: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     finish_reason: str | None = None
+    model: str | None = None
+    """The model name the answer reports (real endpoints often name a dated version); default: the one asked for."""
 
     @property
     def is_error(self) -> bool:
