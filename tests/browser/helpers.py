@@ -1,0 +1,17 @@
+"""What the browser tests share: signing in through the site's login page, and the demo shop's data."""
+
+from playwright.sync_api import Page
+
+CHAT = "/chat/shop/"
+
+
+def sign_in(page: Page, url: str, username: str = "alice", password: str = "alice-demo-pass") -> None:
+    """Open a page that needs a login, fill the login form it redirects to, and land on the page."""
+    page.goto(url)
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+
+
+def no_horizontal_scroll(page: Page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
