@@ -1,6 +1,6 @@
 """URLs of the REST API; include them with ``path("api/toolcalling/", include("toolcalling.urls"))``."""
 
-from django.urls import include, path
+from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
 from .api import streams, views
@@ -16,4 +16,6 @@ urlpatterns = [
     path("conversations/<uuid:pk>/messages/", views.MessageListView.as_view(), name="conversation-messages"),
     path("conversations/<uuid:pk>/events/", streams.ConversationEventsView.as_view(), name="conversation-events"),
     path("", include(router.urls)),
+    # Last: what is left under the resources (ending in "/", so APPEND_SLASH still redirects) is a JSON 404.
+    re_path(r"^(?P<path>(?:assistants|conversations|tool-calls)/.*/)$", views.unknown_path, name="unknown-path"),
 ]

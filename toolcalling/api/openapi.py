@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension, OpenApiViewExtension
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -89,6 +88,8 @@ VALIDATION_ERROR = {
     "description": "DRF's validation errors: each invalid field with its messages.",
     "additionalProperties": {"type": "array", "items": {"type": "string"}},
 }
+# A 400 is a validation error, or a body that could not be parsed (code parse_error, the one error shape).
+BAD_REQUEST = {"anyOf": [VALIDATION_ERROR, {"$ref": "#/components/schemas/Error"}]}
 
 
 class AssistantSerializer(serializers.Serializer):
@@ -150,8 +151,27 @@ class AnyToolCallSerializer(ToolCallSerializer):
         read_only_fields = ToolCallSerializer.Meta.fields
 
 
+# One server-sent event, as the stream's lines make it (OpenAPI 3.0 cannot say "a sequence of"; readers that
+# know text/event-stream, like schemathesis, read the schema per event).
+SERVER_SENT_EVENT = {
+    "type": "object",
+    "description": "One server-sent event; the stream starts with `retry:` and an `id:` line without data "
+    "(the last event before it).",
+    "properties": {
+        "id": {"type": "string", "description": "The event's seq in its conversation (resume with Last-Event-ID)."},
+        "event": {
+            "type": "string",
+            "description": "Its type: message, delta, tool_call, tool_call_started, tool_call_finished, "
+            "tool_call_decided, awaiting_approval, error or turn_end (see the README's event table).",
+        },
+        "data": {"type": "string", "description": "JSON: `seq`, `type` and the fields of that type."},
+        "retry": {"type": "integer", "description": "How long a reader waits before it reconnects (ms)."},
+    },
+    "required": ["data"],
+}
+
 EVENT_STREAM = OpenApiResponse(
-    OpenApiTypes.STR,
+    SERVER_SENT_EVENT,
     description="Server-sent events (`id:` = the event's seq, `event:` = its type, `data:` = JSON); "
     "see the README's event table.",
 )
@@ -159,7 +179,10 @@ EVENT_STREAM = OpenApiResponse(
 # Errors -------------------------------------------------------------------------------------------------
 
 ERRORS: dict[int, OpenApiResponse] = {
-    400: OpenApiResponse(VALIDATION_ERROR, description="Invalid input (DRF's validation error shape)."),
+    400: OpenApiResponse(
+        BAD_REQUEST,
+        description="Invalid input (DRF's validation error shape), or a body that is not JSON (parse_error).",
+    ),
     401: OpenApiResponse(ErrorSerializer, description="not_authenticated, authentication_failed."),
     403: OpenApiResponse(ErrorSerializer, description="permission_denied (or not signed in, with session auth)."),
     404: OpenApiResponse(ErrorSerializer, description="not_found: no such object of this user's."),
@@ -263,7 +286,7 @@ class MessageListViewSchema(OpenApiViewExtension):
                 TurnResultSerializer, description="The turn ran; its new messages and the calls waiting for approval."
             ),
             (200, "text/event-stream"): OpenApiResponse(
-                OpenApiTypes.STR,
+                SERVER_SENT_EVENT,
                 description="With `Accept: text/event-stream`: the turn's events as server-sent events, "
                 "until `turn_end`.",
             ),

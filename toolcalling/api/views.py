@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
-from django.http import HttpResponseBase
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.shortcuts import get_object_or_404
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import generics, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -159,6 +160,13 @@ class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView)
             },
             status=status.HTTP_201_CREATED,
         )
+
+
+@csrf_exempt  # it changes nothing; a CSRF failure page would hide the 404 from API clients
+def unknown_path(request: HttpRequest, path: str = "") -> JsonResponse:
+    """A path under the API's resources that no view takes (an id that is not one): a 404 in the API's shape,
+    not the site's HTML page. A plain view, so API schemas leave it out."""
+    return JsonResponse({"detail": "Not found.", "code": "not_found", "status": None}, status=404)
 
 
 class ToolCallViewSet(ErrorResponses, viewsets.ReadOnlyModelViewSet):
