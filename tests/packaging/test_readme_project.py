@@ -225,6 +225,8 @@ def test_the_readme_project_chats_approves_on_its_worker_and_streams(site, model
         assert approved.status_code == 200, approved.text
         reader.join(timeout=60)
         assert not reader.is_alive(), "the worker's events never arrived"
+        (decided,) = [e.data for e in events.of("tool_call_decided")]
+        assert (decided["status"], decided["label"]) == ("approved", "Change my display name")
         finished = [e.data for e in events.of("tool_call_finished")]
         assert finished and finished[-1]["status"] == "succeeded" and finished[-1]["label"] == "Change my display name"
         assert events.of("message")[-1].data["content"] == "Done: you are Alice Liddell now."
