@@ -6,10 +6,9 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from ..conf import toolcalling_settings
-from ..engine import storable
 from ..exceptions import NotRegistered
 from ..models import Conversation, Message, ToolCall
-from ..toolkit import assistants
+from ..toolkit import assistants, storable
 
 
 class ToolCallSerializer(serializers.ModelSerializer):

@@ -93,10 +93,11 @@ def start_background_turn(request: Request, turn: Turn, content: str) -> Respons
         if conversation.status == Conversation.Status.RUNNING:  # never started: release the claim
             set_status(conversation, Conversation.Status.IDLE)
         raise TaskQueueUnavailable("The turn could not be queued; try again.", status=conversation.status)
-    conversation.refresh_from_db(fields=["status", "error"])
+    # With eager Celery the turn has run by now (and may even have seen its conversation deleted).
+    now = Conversation.objects.filter(pk=conversation.pk).values_list("status", flat=True).first()
     url = reverse("toolcalling:conversation-events", kwargs={"pk": conversation.pk})
     return Response(
-        {"status": conversation.status, "events": f"{request.build_absolute_uri(url)}?after={after}", "after": after},
+        {"status": now, "events": f"{request.build_absolute_uri(url)}?after={after}", "after": after},
         status=status.HTTP_202_ACCEPTED,
     )
 

@@ -9,7 +9,6 @@ from ._replies import ModelReply, RequestedCall, Usage
 from ._runner import Step, Stepper, TurnResult, continue_turn, conversation_for, run_claimed_turn, run_turn
 from ._storage import answer_call_if, close_open_calls, load_messages, set_status, to_openai
 from ._structured import OutputSpec
-from ._text import storable, storable_json
 from ._turn import Turn
 
 __all__ = [
@@ -42,7 +41,5 @@ __all__ = [
     "run_tool",
     "run_turn",
     "set_status",
-    "storable",
-    "storable_json",
     "to_openai",
 ]

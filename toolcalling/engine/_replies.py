@@ -70,8 +70,14 @@ def reply_from_completion(data: Any, requested_model: str) -> ModelReply:
     calls = message.get("tool_calls") or []
     if not isinstance(calls, list):
         raise invalid("message.tool_calls is not a list")
+    content = _text(message.get("content"), "message.content")
+    if content is None and not calls:
+        # A refusal is the model's answer in words; anything else without text or calls is no answer.
+        content = _text(message.get("refusal"), "message.refusal")
+        if content is None:
+            raise invalid("the message has neither text nor tool calls")
     return ModelReply(
-        content=_text(message.get("content"), "message.content"),
+        content=content,
         tool_calls=[_call(item, f"message.tool_calls[{n}]") for n, item in enumerate(calls)],
         usage=_usage(data.get("usage")),
         model=_string(data.get("model")) or requested_model,
@@ -104,8 +110,7 @@ class StreamAssembler:
         for choice in choices:
             self.chunks += 1
             choice = _object(choice, "a stream choice")
-            delta = choice.get("delta") or {}
-            delta = _object(delta, "a stream delta")
+            delta = _object(choice.get("delta"), "a stream choice's delta")
             content = _text(delta.get("content"), "delta.content")
             if content:
                 self.text.append(content)
@@ -128,6 +133,8 @@ class StreamAssembler:
     def finish(self) -> ModelReply:
         if not self.chunks:
             raise invalid("the stream carried no answer (is it a stream of server-sent events?)")
+        if not (self.text or self.calls or self.reply.finish_reason):
+            raise invalid("the stream ended without text, tool calls or a finish reason")
         self.reply.content = "".join(self.text) if self.text else None
         calls = [self.calls[index] for index in sorted(self.calls)]
         for n, call in enumerate(calls):

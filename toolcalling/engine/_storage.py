@@ -23,8 +23,8 @@ from django.utils import timezone
 
 from ..exceptions import TurnInterrupted
 from ..models import Conversation, Message, ToolCall
+from ..toolkit import storable, storable_json, unique_call_ids
 from ._replies import ModelReply
-from ._text import storable, storable_json, unique_call_ids
 
 logger = logging.getLogger("toolcalling")
 

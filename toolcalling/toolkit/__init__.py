@@ -6,6 +6,7 @@ from ._extras import check_extras, split_extras, with_extras
 from ._registry import AssistantRegistry, Registry, ToolRegistry, assistants, tools
 from ._schema import describe_validation_error, json_schema
 from ._search import SEARCH_TOOL_NAME, ToolIndex, ToolSearch, search_enabled, tokenize
+from ._text import storable, storable_json, unique_call_ids
 from ._tool import ApprovalRule, Tool, make_tool, result_to_text, tool
 
 __all__ = [
@@ -26,8 +27,11 @@ __all__ = [
     "result_to_text",
     "search_enabled",
     "split_extras",
+    "storable",
+    "storable_json",
     "tokenize",
     "tool",
     "tools",
+    "unique_call_ids",
     "with_extras",
 ]

@@ -1,4 +1,4 @@
-"""Making what a model (or a user) sent storable: text any database keeps, and call ids that pair safely."""
+"""Making what a model sent usable: text any database keeps (and JSON can encode), and call ids that pair safely."""
 
 from __future__ import annotations
 
