@@ -127,6 +127,15 @@ class ModelError(TurnError):
     default_detail = _("The model endpoint failed.")
 
 
+class TurnInterrupted(TurnError):
+    """The turn lost its claim on the conversation: it was deleted, or another turn took it over after the
+    turn went quiet for ``STALE_TURN_TIMEOUT``. The turn stops without writing anything more."""
+
+    status_code = http.HTTP_409_CONFLICT
+    default_code = "turn_interrupted"
+    default_detail = _("The turn stopped: the conversation was deleted or another turn took it over.")
+
+
 class ModelCallLimitExceeded(TurnError):
     """The model was asked ``MAX_MODEL_CALLS`` times in one turn without giving a final answer."""
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from django.utils import timezone
 from rest_framework import serializers
 
 from ..conf import toolcalling_settings
+from ..engine import storable
 from ..exceptions import NotRegistered
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
@@ -81,6 +83,13 @@ class ConversationSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = [f for f in fields if f not in ("assistant", "title")]
+
+    def update(self, instance: Conversation, validated_data: dict) -> Conversation:
+        """Write the title alone: a turn may be changing the status and totals of this row right now."""
+        title = validated_data.get("title", instance.title)
+        Conversation.objects.filter(pk=instance.pk).update(title=storable(title), updated_at=timezone.now())
+        instance.refresh_from_db()
+        return instance
 
     def validate_assistant(self, value: str) -> str:
         if self.instance is not None and value != self.instance.assistant_id:

@@ -84,10 +84,10 @@ def stream_turn(request: Request, turn: Turn, content: str) -> HttpResponseBase:
 def start_background_turn(request: Request, turn: Turn, content: str) -> Response:
     """Claim the conversation and hand the turn to a Celery worker; answer 202 with where to follow it."""
     conversation = turn.conversation
-    turn.claim()
+    token = turn.claim()
     after = streaming.last_seq(conversation.pk)
     try:
-        enqueue(RUN_TURN, str(conversation.pk), content)
+        enqueue(RUN_TURN, str(conversation.pk), content, str(token))
     except TaskQueueUnavailable:
         conversation.refresh_from_db(fields=["status", "error"])
         if conversation.status == Conversation.Status.RUNNING:  # never started: release the claim

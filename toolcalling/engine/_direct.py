@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..models import ToolCall
 from . import _storage as storage
-from ._client import ModelReply, RequestedCall
+from ._replies import ModelReply, RequestedCall
 from ._runner import conversation_for
 from ._turn import IDLE, Turn
 
@@ -33,11 +33,10 @@ def call_directly(
     after it is stored, as in a chat turn. ``None`` when a hook ended the turn (``EndTurn``) before the call.
     """
     conversation = conversation_for(assistant, user, None)
-    if title:
-        conversation.title = title[:200]
-        conversation.save(update_fields=["title"])
     turn = Turn(assistant, conversation, user=user)
     turn.claim()
+    if title:
+        turn.ledger.set_title_if_empty(title)
     reply = ModelReply(
         content="",
         tool_calls=[RequestedCall(id=f"call_{uuid.uuid4().hex}", name=name, arguments=json.dumps(arguments or {}))],
@@ -46,7 +45,7 @@ def call_directly(
     calls: list[ToolCall] = []
     with turn.guard():
         turn.start(None)
-        message, calls = storage.add_reply(conversation, reply)
+        message, calls = turn.ledger.add_reply(reply)
         turn.record(message)
         turn.end(turn.run_calls(calls) or IDLE)
     # No call when a hook ended the turn (``EndTurn``) before it was stored; its message is the last one.

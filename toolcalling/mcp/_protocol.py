@@ -57,7 +57,7 @@ class MCPEndpoint:
 
         try:
             payload = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, or nested too deeply
             return self._error_reply(None, ProtocolError(PARSE_ERROR, f"Parse error: {exc}", status=400))
         return self.handle(payload, protocol_version=protocol_version)
 

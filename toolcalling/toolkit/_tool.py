@@ -15,7 +15,7 @@ from pydantic_core import to_json
 from ..exceptions import ImproperlyDefined, InvalidArguments
 from ._context import ToolContext
 from ._registry import tools as tool_registry
-from ._schema import build_arguments_model, describe_validation_error, json_schema, split_docstring
+from ._schema import build_arguments_model, describe_validation_error, json_schema, split_docstring, unexpected_keys
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -85,8 +85,12 @@ class Tool:
 
     def parse_arguments(self, raw: str | dict[str, Any] | None) -> BaseModel:
         """Parse and validate the model's arguments (JSON text or a dict)."""
+        data = arguments_object(raw)
+        unexpected = unexpected_keys(data, self.parameters)
+        if unexpected:
+            raise InvalidArguments("; ".join(f"{where}: unexpected argument" for where in unexpected))
         try:
-            return self.arguments_model.model_validate(arguments_object(raw))
+            return self.arguments_model.model_validate(data)
         except ValidationError as exc:
             raise InvalidArguments(describe_validation_error(exc))
 
