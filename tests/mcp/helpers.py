@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import os
 import socket
 import subprocess
@@ -36,10 +37,17 @@ def with_client(url: str, headers: dict[str, str], use: Callable[[Any], Awaitabl
             client = await stack.enter_async_context(Client(streamable_http_client(url, http_client=http)))
             return await use(client)
 
-    try:
-        return asyncio.run(main())
-    except BaseExceptionGroup as group:  # the client's task groups wrap what went wrong; raise that
-        raise innermost(group) from group
+    return run_async(main)
+
+
+def run_async(main: Callable[[], Awaitable[Any]]) -> Any:
+    """Run a coroutine function in a thread of its own, whatever event loop this thread has (the browser
+    tests' Playwright keeps one running); the client's task groups are unwrapped to what went wrong."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        try:
+            return pool.submit(lambda: asyncio.run(main())).result()  # type: ignore[arg-type]
+        except BaseExceptionGroup as group:
+            raise innermost(group) from group
 
 
 def innermost(error: BaseException) -> BaseException:

@@ -154,6 +154,9 @@ def test_transport_rules_of_a_stateless_server(endpoint, alice):
         headers=headers,
     )
     assert init.json()["result"]["protocolVersion"] == "2025-03-26"
+    batch = [{"jsonrpc": "2.0", "id": 4, "method": "ping"}, {"jsonrpc": "2.0", "method": "notifications/x"}, [1]]
+    answers = httpx2.post(endpoint, json=batch, headers=headers).json()  # batches as the 2025-03-26 revision has them
+    assert [a.get("result", a.get("error", {}).get("code")) for a in answers] == [{}, -32600]
     assert "mcp-session-id" not in init.headers  # stateless: any worker answers the next request
 
 

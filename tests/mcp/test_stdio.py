@@ -1,6 +1,5 @@
 """``manage.py toolcalling_mcp`` serves the same over stdio: the SDK's stdio client starts the command."""
 
-import asyncio
 import json
 import sys
 
@@ -11,7 +10,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from toolcalling.models import ToolCall
 
-from .helpers import ROOT, innermost, text_of
+from .helpers import ROOT, run_async, text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the command's process reads the test database
 
@@ -32,10 +31,7 @@ def session(params, use):
         async with Client(params) as client:
             return await use(client)
 
-    try:
-        return asyncio.run(main())
-    except BaseExceptionGroup as group:
-        raise innermost(group) from group
+    return run_async(main)
 
 
 def test_stdio_serves_the_users_tools_and_stores_the_calls(alice):

@@ -69,7 +69,12 @@ class MCPEndpoint:
         if isinstance(payload, list):  # a batch (protocol 2025-03-26); answered in order, notifications silently
             if not payload:
                 return self._error_reply(None, ProtocolError(INVALID_REQUEST, "Empty batch.", status=400))
-            replies = [self.handle(item, protocol_version=protocol_version) for item in payload]
+            replies = [
+                self.handle(item, protocol_version=protocol_version)
+                if isinstance(item, dict)
+                else self._error_reply(None, ProtocolError(INVALID_REQUEST, "Not a JSON-RPC 2.0 message."))
+                for item in payload
+            ]
             bodies = [r.body for r in replies if r.body is not None]
             return Reply(body=bodies or None, status=200 if bodies else 202)
         request_id = payload.get("id") if isinstance(payload, dict) else None

@@ -18,7 +18,7 @@ class Command(BaseCommand):
         "Serve an assistant's tools over MCP on stdin/stdout (newline-delimited JSON-RPC) as one user, for an "
         "MCP client that starts this command. Calls are stored and gated as in a chat."
     )
-    requires_system_checks: list[str] = []  # a client starts it often; stdout belongs to the protocol
+    requires_system_checks: list[str] = []  # a client starts it for every session; `manage.py check` is for checks
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--assistant", required=True, help="The assistant's id.")
