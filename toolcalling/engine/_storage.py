@@ -31,6 +31,9 @@ logger = logging.getLogger("toolcalling")
 RUNNING = Conversation.Status.RUNNING
 OPEN_CALL_STATUSES = (ToolCall.Status.RUNNING, ToolCall.Status.APPROVED)
 
+# ``Message.model`` of an assistant message whose calls a client asked for directly (an MCP client), not a model.
+CLIENT_PREFIX = "client:"
+
 
 def claim(
     conversation: Conversation, *, from_statuses: Iterable[str], stale_after: float | None = None
@@ -173,6 +176,14 @@ def load_messages(conversation: Conversation) -> list[Message]:
     """The stored history in order, with each assistant message's calls: two queries, whatever its length."""
     calls = Prefetch("tool_calls", queryset=ToolCall.objects.order_by("index"))
     return list(conversation.messages.order_by("id").prefetch_related(calls))
+
+
+def asked_by_client(messages: list[Message]) -> bool:
+    """Whether the latest calls in ``messages`` were asked for by a client directly; then no model waits for them."""
+    for message in reversed(messages):
+        if message.role == Message.Role.ASSISTANT and message.tool_calls.all():
+            return message.model.startswith(CLIENT_PREFIX)
+    return False
 
 
 def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:

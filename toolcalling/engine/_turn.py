@@ -8,7 +8,7 @@ history) → ``step`` until one says how the turn ends (``ask`` the model, store
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -90,6 +90,7 @@ class Turn:
             raise_errors=toolcalling_settings.TOOL_ERRORS == "raise",
         )
         self.history: list[dict[str, Any]] = []
+        self.asked_by_client = False
         self.ended = False
 
     @property
@@ -114,7 +115,8 @@ class Turn:
             self.claim(continuing=content is None)
         with self.guard():
             self.start(content)
-            ending = None
+            # Calls a client asked for directly (an MCP client) are over once decided: no model asked for them.
+            ending = IDLE if content is None and self.asked_by_client else None
             while ending is None:
                 ending = self.step()
             self.end(ending)
@@ -155,6 +157,7 @@ class Turn:
             self.ledger.set_title_if_empty(" ".join(content.split())[:80])
         self.observers.turn_started()
         messages = storage.load_messages(conv)
+        self.asked_by_client = storage.asked_by_client(messages)
         self.limits.count_stored(messages)
         self.history = memory.build_history(self.assistant, messages)
 
@@ -292,13 +295,7 @@ class Turn:
     def offered_tools(self) -> list[dict[str, Any]]:
         """The tool definitions for the next request: all tools, or the search tool and what it has found."""
         tools = self.search.offered(self.tools) if self.search else list(self.tools.values())
-        definitions = [t.definition() for t in tools]
-        extra_fields = self.assistant.argument_extras
-        if extra_fields is not None:
-            definitions = [
-                d if d["function"]["name"] == SEARCH_TOOL_NAME else with_extras(d, extra_fields) for d in definitions
-            ]
-        return definitions
+        return tool_definitions(self.assistant, tools)
 
     def send_back(self, reply: ModelReply, problem: str) -> None:
         """An invalid structured answer: its tokens count, it and the correction go to the next request only."""
@@ -312,3 +309,15 @@ class Turn:
         """A message this turn stored: it joins the history sent next, and everyone hears of it."""
         self.history.extend(storage.to_openai([message]))
         self.observers.message_added(message)
+
+
+def tool_definitions(assistant: Assistant, tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """The definitions of ``tools`` as the model gets them: with the assistant's argument extras (not on the
+    search tool). The MCP endpoint lists its tools with these same schemas."""
+    definitions = [t.definition() for t in tools]
+    extra_fields = assistant.argument_extras
+    if extra_fields is not None:
+        definitions = [
+            d if d["function"]["name"] == SEARCH_TOOL_NAME else with_extras(d, extra_fields) for d in definitions
+        ]
+    return definitions

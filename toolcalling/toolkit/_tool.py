@@ -41,7 +41,12 @@ def arguments_object(raw: Any) -> dict[str, Any]:
 
 @dataclass(kw_only=True, eq=False)
 class Tool:
-    """A registered tool: the function, what the model is told about it, and how it may be called."""
+    """A registered tool: the function, what the model is told about it, and how it may be called.
+
+    ``parse_arguments`` and ``invoke`` are the two places that rely on the Python signature; a tool backed
+    by something else (an MCP server's tool, validated against its JSON schema) is a subclass that
+    overrides them and ``module``.
+    """
 
     func: Callable[..., Any]
     """The site's function."""
