@@ -39,6 +39,7 @@ def test_the_schema_validates_without_a_warning_and_covers_every_endpoint(docume
         ("tool-calls/{id}/", "get"),
         ("tool-calls/{id}/approve/", "post"),
         ("tool-calls/{id}/reject/", "post"),
+        ("mcp/{assistant_id}/", "post"),
     }
     for path, ops in paths.items():
         for method, operation in ops.items():

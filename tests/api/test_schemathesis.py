@@ -87,7 +87,8 @@ def test_schemathesis_finds_no_server_error_and_no_response_that_breaks_the_sche
         *("--max-examples", "10", "--seed", "20251130", "--workers", "1"),
         *("--request-timeout", "30", "--no-color", "--output-truncate", "true"),
     ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    # In tmp_path: schemathesis keeps a cache folder in its working directory.
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     report = tmp_path / "schemathesis.txt"
     report.write_text(result.stdout + result.stderr)
     assert result.returncode == 0, f"see {report}\n" + result.stdout[-6000:] + result.stderr[-3000:]
