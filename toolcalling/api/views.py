@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import generics, mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -166,7 +166,8 @@ class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView)
 def unknown_path(request: HttpRequest, path: str = "") -> JsonResponse:
     """A path under the API's resources that no view takes (an id that is not one): a 404 in the API's shape,
     not the site's HTML page. A plain view, so API schemas leave it out."""
-    return JsonResponse({"detail": "Not found.", "code": "not_found", "status": None}, status=404)
+    body = {"detail": str(NotFound.default_detail), "code": NotFound.default_code, "status": None}
+    return JsonResponse(body, status=404)
 
 
 class ToolCallViewSet(ErrorResponses, viewsets.ReadOnlyModelViewSet):
