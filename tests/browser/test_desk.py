@@ -26,6 +26,14 @@ def sign_in(page: Page, url: str, username: str, password: str, button: str) -> 
     page.get_by_role("button", name=button).click()
 
 
+def chat_ready(page: Page) -> None:
+    """Wait until chat.js has started on the page: keys pressed before it runs (its script is deferred)
+    would not reach it."""
+    page.wait_for_function(
+        "() => Boolean(document.querySelector('.tc-chat') && document.querySelector('.tc-chat').toolcallingChat)"
+    )
+
+
 def test_staff_follow_the_emailed_link_read_the_preview_approve_and_the_customer_sees_it(
     live_server, browser, model, shop, mailoutbox
 ):
@@ -35,6 +43,7 @@ def test_staff_follow_the_emailed_link_read_the_preview_approve_and_the_customer
         customer = browser.new_context()
         page = customer.new_page()
         sign_in(page, live_server.url + "/chat/shop/", "alice", "alice-demo-pass", "Sign in")
+        chat_ready(page)
         box = page.get_by_label("Your message")
         box.fill("Please cancel my order 20251120-0007")
         box.press("Enter")
@@ -81,6 +90,7 @@ def test_a_customer_confirms_their_own_call_on_the_chat_page(live_server, browse
     context = browser.new_context()
     page = context.new_page()
     sign_in(page, live_server.url + "/chat/ops/", "alice", "pw", "Sign in")
+    chat_ready(page)
     box = page.get_by_label("Your message")
     box.fill("Move 3 points to savings")
     box.press("Enter")
@@ -112,6 +122,7 @@ def test_a_customer_declines_their_own_call_on_the_chat_page(live_server, browse
     context = browser.new_context()
     page = context.new_page()
     sign_in(page, live_server.url + "/chat/ops/", "alice", "pw", "Sign in")
+    chat_ready(page)
     box = page.get_by_label("Your message")
     box.fill("Move 3 points to savings")
     box.press("Enter")

@@ -5,6 +5,7 @@
 (function () {
   const STREAM = "text/event-stream";
   const readEvents = window.toolcallingReadEvents; // from sse.js, loaded first
+  const confirm = window.toolcallingConfirm; // from confirm.js: the user's own Confirm / Decline
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -22,56 +23,12 @@
     return `${label(call.name)} (${shown.map(([key, value]) => `${label(key)}: ${text(value)}`).join(", ")})`;
   };
 
-  // Calls the user decides themselves (@tool(approver="user")): Confirm / Decline in the waiting box, with
-  // the call's preview. Words come from the page's catalog (the template tag's texts, translated there).
-  const readTexts = (root) => {
-    const node = document.getElementById(root.dataset.texts || "");
-    return node ? JSON.parse(node.textContent) : {};
-  };
-  const fill = (text, values) => String(text || "").replace(/%\((\w+)\)s/g, (_, key) => String(values[key] ?? ""));
-  const previewText = (preview, texts) => {
-    if (preview.error) return fill(texts.previewFailed, { error: preview.error });
-    const value = preview.value;
-    const show = (v) => (typeof v === "object" && v !== null ? JSON.stringify(v) : String(v));
-    if (value && typeof value === "object" && !Array.isArray(value)) {
-      return Object.entries(value).map(([key, item]) => `${key}: ${show(item)}`).join("\n");
-    }
-    return show(value);
-  };
-
-  function confirmControls(chat, call) {
-    const texts = chat.texts;
-    const box = el("div", "tc-confirm");
-    if (call.preview) box.append(el("p", "tc-preview", previewText(call.preview, texts)));
-    const buttons = [
-      ["approve", texts.confirm, texts.confirmed, "tc-confirm-yes"],
-      ["reject", texts.decline, texts.declined, "tc-secondary"],
-    ].map(([verb, text, done, className]) => {
-      const button = el("button", className, text);
-      button.type = "button";
-      button.setAttribute("aria-label", `${text}: ${describeCall(call)}`);
-      button.addEventListener("click", () => {
-        for (const other of buttons) other.disabled = true;
-        chat
-          .json("POST", `${chat.root.dataset.toolCalls}${call.id}/${verb}/`, {})
-          .then(() => chat.notice(done))
-          .catch((error) => {
-            chat.notice(error.message, true);
-            for (const other of buttons) other.disabled = false;
-          });
-      });
-      return button;
-    });
-    box.append(...buttons);
-    return box;
-  }
-
   class Chat {
     constructor(root) {
       this.root = root;
       this.api = root.dataset.api;
       this.assistant = root.dataset.assistant;
-      this.texts = readTexts(root);
+      this.texts = confirm.texts(root);
       const $ = (selector) => root.querySelector(selector);
       this.els = {
         list: $(".tc-list"),
@@ -280,7 +237,7 @@
             this.els.waitingText.textContent =
               data.status === "approved"
                 ? data.approver === "user" ? texts.approvedByUser : texts.approvedByStaff
-                : fill(texts.decided, { name: data.name, status: label(data.status) });
+                : confirm.fill(texts.decided, { name: data.name, status: label(data.status) });
           }
           break;
         case "error":
@@ -385,7 +342,7 @@
       this.els.waitingCalls.replaceChildren(
         ...calls.map((call) => {
           const item = el("li", null, describeCall(call));
-          if (call.approver === "user") item.append(confirmControls(this, call));
+          if (call.approver === "user") item.append(confirm.controls(this, call, describeCall(call)));
           return item;
         }),
       );
