@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from .conf import toolcalling_settings
 from .exceptions import ImproperlyDefined
-from .toolkit import Tool, ToolContext, assistants, check_extras
+from .toolkit import Tool, ToolContext, ToolSource, assistants, check_extras
 from .toolkit import tools as tool_registry
 
 if TYPE_CHECKING:
@@ -45,6 +45,8 @@ class Assistant:
     tool_search_results: ClassVar[int] = 5  # how many matches one search returns (and adds to the offered tools)
     # Extra fields added to every tool's schema (a pydantic model); see on_argument_extras.
     argument_extras: ClassVar[type[BaseModel] | None] = None
+    # MCP servers whose tools join this assistant's (``toolcalling.mcp.MCPServer``); listed when a turn starts.
+    mcp_servers: ClassVar[list[ToolSource]] = []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -55,6 +57,8 @@ class Assistant:
             problems.append("id must be a non-empty string")
         if not isinstance(cls.tools, list | tuple):
             problems.append("tools must be a list of tools or tool names")
+        if not isinstance(cls.mcp_servers, list | tuple) or not all(isinstance(s, ToolSource) for s in cls.mcp_servers):
+            problems.append("mcp_servers must be a list of MCPServer objects (from toolcalling.mcp)")
         if problems:
             raise ImproperlyDefined(f"Assistant {cls.__qualname__!r} cannot be used: " + "; ".join(problems) + ".")
         if not cls.name:
@@ -90,8 +94,15 @@ class Assistant:
         return self.model or toolcalling_settings.MODEL
 
     def get_tools(self, ctx: ToolContext) -> list[Tool]:
-        """The tools offered to the model for this user: the declared ones the user has permissions for."""
-        return [t for t in self.resolve_tools() if t.user_may_use(ctx.user)]
+        """The tools offered to the model for this user: the declared ones the user has permissions for, then
+        the tools of ``mcp_servers`` (asked for now, not at start-up; a name already taken is never reused)."""
+        offered = [t for t in self.resolve_tools() if t.user_may_use(ctx.user)]
+        taken = {t.name for t in offered}
+        for source in self.mcp_servers:
+            found = [t for t in source.get_tools(ctx, frozenset(taken)) if t.user_may_use(ctx.user)]
+            offered += found
+            taken.update(t.name for t in found)
+        return offered
 
     def get_hooks(self) -> list[Any]:
         return [*toolcalling_settings.HOOKS, *self.hooks]

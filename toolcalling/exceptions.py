@@ -144,6 +144,15 @@ class ModelError(TurnError):
     default_detail = _("The model endpoint failed.")
 
 
+class TurnInterrupted(TurnError):
+    """The turn lost its claim on the conversation: it was deleted, or another turn took it over after the
+    turn went quiet for ``STALE_TURN_TIMEOUT``. The turn stops without writing anything more."""
+
+    status_code = http.HTTP_409_CONFLICT
+    default_code = "turn_interrupted"
+    default_detail = _("The turn stopped: the conversation was deleted or another turn took it over.")
+
+
 class ModelCallLimitExceeded(TurnError):
     """The model was asked ``MAX_MODEL_CALLS`` times in one turn without giving a final answer."""
 
@@ -166,3 +175,24 @@ class OutputValidationError(TurnError):
     """The model's final answer did not fit the output type, even after the allowed retries."""
 
     default_code = "output_validation_failed"
+
+
+# MCP --------------------------------------------------------------------------------------------------
+
+
+class MCPNotInstalled(APIError):
+    """MCP was used without the official ``mcp`` package; it comes with ``pip install 'django-toolcalling[mcp]'``."""
+
+    status_code = http.HTTP_501_NOT_IMPLEMENTED
+    default_code = "mcp_not_installed"
+    default_detail = _("MCP needs the mcp package: pip install 'django-toolcalling[mcp]'.")
+
+
+class MCPServerError(ToolcallingError):
+    """An MCP server could not be reached, did not answer in time, or answered with a protocol error.
+
+    Raised while a remote tool runs, so the model reads it as the tool's result and the turn goes on."""
+
+
+class MCPToolError(ToolcallingError):
+    """An MCP server's tool answered with an error result (``isError``); the model reads its text."""

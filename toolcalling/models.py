@@ -39,6 +39,13 @@ class Conversation(models.Model):
         help_text=_("Whether a turn is running, waiting for a staff decision, or failed."),
     )
     error = models.TextField(blank=True, verbose_name=_("error"), help_text=_("Why the last turn failed."))
+    turn_token = models.UUIDField(
+        null=True,
+        blank=True,
+        editable=False,
+        verbose_name=_("turn token"),
+        help_text=_("The claim of the running turn; every write of that turn is conditional on still holding it."),
+    )
     state = models.JSONField(
         default=dict,
         blank=True,
@@ -98,6 +105,14 @@ class Message(models.Model):
         ordering = ["conversation", "id"]
         verbose_name = _("message")
         verbose_name_plural = _("messages")
+        constraints = [
+            # A call is answered at most once, whoever tries to answer it twice.
+            models.UniqueConstraint(
+                fields=["conversation", "tool_call_id"],
+                condition=models.Q(role="tool"),
+                name="toolcalling_one_answer_per_call",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
@@ -182,6 +197,12 @@ class ToolCall(models.Model):
     decision_reason = models.TextField(blank=True, verbose_name=_("decision reason"))
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
+    lease_expires_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        verbose_name=_("lease expires at"),
+        help_text=_("An approved call runs under a lease: a redelivered task leaves it alone until the lease ends."),
+    )
     finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
     duration_ms = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("duration (ms)"))
 
@@ -190,6 +211,10 @@ class ToolCall(models.Model):
         verbose_name = _("tool call")
         verbose_name_plural = _("tool calls")
         permissions = [("approve_toolcall", _("Can approve or reject tool calls"))]
+        constraints = [
+            # Call ids are made unique within a conversation when a reply is stored (see engine storage).
+            models.UniqueConstraint(fields=["conversation", "call_id"], name="toolcalling_call_id_unique")
+        ]
         indexes = [
             models.Index(fields=["status", "created_at"], name="toolcalling_call_status_idx"),
             models.Index(fields=["name", "status"], name="toolcalling_call_name_idx"),

@@ -1,9 +1,12 @@
-"""URLs of the REST API; include them with ``path("api/toolcalling/", include("toolcalling.urls"))``."""
+"""URLs of the REST API and the MCP endpoint.
+
+Include them with ``path("api/toolcalling/", include("toolcalling.urls"))``."""
 
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
 from .api import streams, views
+from .mcp import MCPView
 
 app_name = "toolcalling"
 
@@ -15,5 +18,6 @@ urlpatterns = [
     path("assistants/", views.AssistantListView.as_view(), name="assistant-list"),
     path("conversations/<uuid:pk>/messages/", views.MessageListView.as_view(), name="conversation-messages"),
     path("conversations/<uuid:pk>/events/", streams.ConversationEventsView.as_view(), name="conversation-events"),
+    path("mcp/<str:assistant_id>/", MCPView.as_view(), name="mcp"),
     path("", include(router.urls)),
 ]

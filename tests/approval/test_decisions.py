@@ -2,10 +2,12 @@
 
 import io
 import json
+from datetime import timedelta
 
 import pytest
 from django.contrib.admin.models import LogEntry
 from django.core.management import call_command
+from django.utils import timezone
 
 from tests.approvalapp.models import Counter
 from toolcalling import signals
@@ -260,6 +262,12 @@ def test_a_call_left_running_by_a_stopped_worker_is_failed_not_rerun(
     with django_capture_on_commit_callbacks(execute=False):
         approval.approve(waiting, approver)
     assert approval.start_run(waiting.pk) is not None  # a worker took it, then died before answering
+    # A redelivery while the run's lease lasts leaves it alone: the first worker may still be running it.
+    assert run_approved_tool_call.apply(args=[waiting.pk]).get() is False
+    waiting.refresh_from_db()
+    assert waiting.status == "running" and not Message.objects.filter(role="tool", tool_call_id=waiting.call_id)
+    # Once the lease has ended, the worker is taken to be gone: the next delivery fails the call.
+    ToolCall.objects.filter(pk=waiting.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     model.reply("Something went wrong on our side; please check the counter.")
     with django_capture_on_commit_callbacks(execute=True):
         assert run_approved_tool_call.apply(args=[waiting.pk]).get() is False  # the redelivery
@@ -302,7 +310,9 @@ def test_a_sweep_fails_approved_calls_running_too_long(
     with django_capture_on_commit_callbacks(execute=False):
         approval.approve(waiting, approver)
     approval.start_run(waiting.pk)
-    ToolCall.objects.filter(pk=waiting.pk).update(started_at=waiting.created_at.replace(year=2000))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert expire_waiting_tool_calls.apply().get()["failed"] == []  # its lease still lasts
+    ToolCall.objects.filter(pk=waiting.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     model.reply("The operation may not have happened.")
     with django_capture_on_commit_callbacks(execute=True):
         assert expire_waiting_tool_calls.apply().get() == {"expired": [], "failed": [waiting.pk], "continued": []}

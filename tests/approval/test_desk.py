@@ -186,7 +186,7 @@ def test_approve_on_the_page_says_a_worker_runs_it_when_it_was_queued(api, ops, 
     worker_model.reply("Bumped on the worker.")
     client = logged_in(approver)
     response = client.post(change_url(call), {"_approve": "1"}, follow=True)
-    assert messages_of(response) == ["Approved 1 tool call; it is queued and a worker runs it."]
+    assert messages_of(response) == ["Approved 1 tool call; a worker runs it."]
     wait_until(lambda: Conversation.objects.get(pk=ops["id"]).status == "idle", what="the worker to continue")
     assert Counter.objects.get(name="queued").value == 1
     worker_model.assert_done()

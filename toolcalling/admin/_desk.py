@@ -69,31 +69,28 @@ def conversation_tail(call: ToolCall) -> list[dict[str, Any]]:
 
 
 def report_approved(calls: Iterable[ToolCall]) -> list[tuple[int, str]]:
-    """Messages for approved calls that say where each is now: queued for a worker, or already run
-    (as with ``CELERY_TASK_ALWAYS_EAGER``). Never "a worker runs it" for a call that ran already."""
+    """Messages for approved calls that say where each is now: handed to a worker (queued, or running
+    already), or run in this request (as with ``CELERY_TASK_ALWAYS_EAGER``) with its outcome. Never
+    "a worker runs it" for a call that ran already."""
     queued, ran = [], []
     for call in calls:
         call.refresh_from_db(fields=["status", "error"])
-        (queued if call.status == ToolCall.Status.APPROVED else ran).append(call)
+        on_worker = call.status in (ToolCall.Status.APPROVED, ToolCall.Status.RUNNING)
+        (queued if on_worker else ran).append(call)
     out = []
     if queued:
         text = ngettext(
-            "Approved %(count)d tool call; it is queued and a worker runs it.",
-            "Approved %(count)d tool calls; they are queued and a worker runs them.",
+            "Approved %(count)d tool call; a worker runs it.",
+            "Approved %(count)d tool calls; a worker runs them.",
             len(queued),
         )
         out.append((messages.SUCCESS, text % {"count": len(queued)}))
     for call in ran:
-        level = messages.WARNING if call.status == ToolCall.Status.FAILED else messages.SUCCESS
-        if call.status == ToolCall.Status.RUNNING:
-            text = _("Approved #%(id)s %(name)s; it is running now.")
-        elif call.status == ToolCall.Status.FAILED:
-            text = _("Approved #%(id)s %(name)s; it ran and failed: %(error)s")
+        values = {"id": call.pk, "name": call.name, "status": call.get_status_display(), "error": call.error}
+        if call.status == ToolCall.Status.FAILED:
+            out.append((messages.WARNING, _("Approved #%(id)s %(name)s; it ran and failed: %(error)s") % values))
         else:
-            text = _("Approved #%(id)s %(name)s; it ran: %(status)s.")
-        out.append(
-            (level, text % {"id": call.pk, "name": call.name, "status": call.get_status_display(), "error": call.error})
-        )
+            out.append((messages.SUCCESS, _("Approved #%(id)s %(name)s; it ran: %(status)s.") % values))
     return out
 
 
@@ -140,4 +137,5 @@ def _tool_description(call: ToolCall) -> str:
     try:
         return approval.tool_for(call).description
     except NotRegistered:
-        return _("This tool is no longer registered for the assistant.")
+        # Not among the assistant's declared tools: removed since, or offered by an MCP server.
+        return _("(no description: the tool is not among the assistant's declared tools)")

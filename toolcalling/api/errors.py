@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from rest_framework import exceptions as drf
+from rest_framework import parsers
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
@@ -37,11 +39,32 @@ def error_body(exc: APIError) -> dict[str, Any]:
     return body
 
 
+class JSONParser(parsers.JSONParser):
+    """DRF's JSON parser, with too deeply nested JSON a 400 like any other bad JSON, not a crash."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None) -> Any:
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise drf.ParseError("JSON parse error - the JSON is nested too deeply.")
+
+
 class ErrorResponses:
-    """Mixed into every view of the app, so its errors have the app's shape whatever the site's handler is."""
+    """Mixed into every view of the app: its errors have the app's shape whatever the site's handler is, its
+    JSON parser refuses deep nesting cleanly, and it manages its own transactions (see ``as_view``)."""
 
     def get_exception_handler(self) -> Any:
         return exception_handler
+
+    def get_parsers(self) -> list[Any]:
+        return [JSONParser() if type(p) is parsers.JSONParser else p for p in super().get_parsers()]  # type: ignore[misc]
+
+    @classmethod
+    def as_view(cls, *args: Any, **kwargs: Any) -> Any:
+        """Outside ``ATOMIC_REQUESTS``: a turn commits as it goes (others see ``running`` and get 409, a
+        streamed turn's thread sees its claim), and a task is queued only after its decision is committed,
+        so a broker outage can still be answered with 503."""
+        return transaction.non_atomic_requests(super().as_view(*args, **kwargs))  # type: ignore[misc]
 
 
 def _headers(exc: APIError) -> dict[str, str]:

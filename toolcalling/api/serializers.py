@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
 from rest_framework import serializers
 
 from .. import approval
 from ..conf import toolcalling_settings
 from ..exceptions import NotRegistered
 from ..models import Conversation, Message, ToolCall
-from ..toolkit import assistants
+from ..toolkit import assistants, storable
 
 
 class ToolCallSerializer(serializers.ModelSerializer):
@@ -100,6 +101,13 @@ class ConversationSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = [f for f in fields if f not in ("assistant", "title")]
+
+    def update(self, instance: Conversation, validated_data: dict) -> Conversation:
+        """Write the title alone: a turn may be changing the status and totals of this row right now."""
+        title = validated_data.get("title", instance.title)
+        Conversation.objects.filter(pk=instance.pk).update(title=storable(title), updated_at=timezone.now())
+        instance.refresh_from_db()
+        return instance
 
     def validate_assistant(self, value: str) -> str:
         if self.instance is not None and value != self.instance.assistant_id:

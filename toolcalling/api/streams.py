@@ -84,19 +84,20 @@ def stream_turn(request: Request, turn: Turn, content: str) -> HttpResponseBase:
 def start_background_turn(request: Request, turn: Turn, content: str) -> Response:
     """Claim the conversation and hand the turn to a Celery worker; answer 202 with where to follow it."""
     conversation = turn.conversation
-    turn.claim()
+    token = turn.claim()
     after = streaming.last_seq(conversation.pk)
     try:
-        enqueue(RUN_TURN, str(conversation.pk), content)
+        enqueue(RUN_TURN, str(conversation.pk), content, str(token))
     except TaskQueueUnavailable:
         conversation.refresh_from_db(fields=["status", "error"])
         if conversation.status == Conversation.Status.RUNNING:  # never started: release the claim
             set_status(conversation, Conversation.Status.IDLE)
         raise TaskQueueUnavailable("The turn could not be queued; try again.", status=conversation.status)
-    conversation.refresh_from_db(fields=["status", "error"])
+    # With eager Celery the turn has run by now (and may even have seen its conversation deleted).
+    now = Conversation.objects.filter(pk=conversation.pk).values_list("status", flat=True).first()
     url = reverse("toolcalling:conversation-events", kwargs={"pk": conversation.pk})
     return Response(
-        {"status": conversation.status, "events": f"{request.build_absolute_uri(url)}?after={after}", "after": after},
+        {"status": now, "events": f"{request.build_absolute_uri(url)}?after={after}", "after": after},
         status=status.HTTP_202_ACCEPTED,
     )
 

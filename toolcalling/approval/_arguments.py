@@ -11,9 +11,11 @@ from ..toolkit import Tool, assistants
 
 
 def tool_for(call: ToolCall) -> Tool:
-    """The tool a stored call names, as its conversation's assistant declares it."""
-    assistant = assistants.get(call.conversation.assistant_id)()
-    for candidate in assistant.resolve_tools():
+    """The tool a stored call names, as its conversation's assistant offers it to the conversation's user
+    (an MCP server's tools included)."""
+    conversation = call.conversation
+    assistant = assistants.get(conversation.assistant_id)()
+    for candidate in assistant.get_tools(assistant.build_context(conversation.user, conversation)):
         if candidate.name == call.name:
             return candidate
     raise NotRegistered(f"The assistant {assistant.id!r} has no tool named {call.name!r}.")

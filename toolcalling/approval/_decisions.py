@@ -57,8 +57,14 @@ def approve(call: ToolCall, user: Any, arguments: Any = None) -> ToolCall:
     """Approve a waiting call (optionally with edited arguments) and run it on a worker after commit.
 
     ``DecisionNotAllowed`` (403) unless ``user`` may approve it: an approver for staff calls, never for
-    their own conversation unless ``APPROVER_MAY_BE_REQUESTER``; the conversation's user for user calls."""
+    their own conversation unless ``APPROVER_MAY_BE_REQUESTER``; the conversation's user for user calls.
+
+    Outside a transaction (the API's views) a broker that cannot be reached undoes the approval and raises
+    ``TaskQueueUnavailable`` (503). Inside the caller's transaction (``ATOMIC_REQUESTS``, the admin's change
+    form) the task is queued when that commits; if it cannot be, the call waits for approval again.
+    """
     check_may_decide(call, user, approving=True)
+    nested = transaction.get_connection().in_atomic_block
     with transaction.atomic():
         if arguments is not None:
             edit_arguments(call, user, arguments)
@@ -74,7 +80,10 @@ def approve(call: ToolCall, user: Any, arguments: Any = None) -> ToolCall:
         # Sent inside the decision's transaction, so receivers (and the event stream) hear of the
         # decision before the worker, started only after commit, can report the run.
         _announce(signals.tool_call_approved, call, user=user)
-        transaction.on_commit(lambda: _enqueue_run_or_wait_again(call, user))
+        if nested:
+            transaction.on_commit(lambda: _enqueue_run_or_wait_again(call, user), robust=True)
+    if not nested:
+        _enqueue_run_or_wait_again(call, user)
     return call
 
 

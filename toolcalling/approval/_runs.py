@@ -8,12 +8,14 @@ Exactly-once does not rely on the broker: the run starts only if this delivery m
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from ..conf import toolcalling_settings
 from ..engine import CONTINUE_CONVERSATION, RUN_APPROVED_TOOL_CALL, answer_call_if, enqueue, run_approved_call
 from ..exceptions import NotRegistered, TaskQueueUnavailable
 from ..models import Conversation, ToolCall
@@ -43,25 +45,37 @@ def run(tool_call_id: int) -> bool:
 
 
 def start_run(tool_call_id: int) -> ToolCall | None:
-    """Move an approved call to ``running``; ``None`` unless this caller won and must run it now.
+    """Move an approved call to ``running`` under a lease; ``None`` unless this caller won and must run it now.
 
-    A call already ``running`` means an earlier delivery of the task started it and its worker
-    stopped (a delivery that is still running holds the task): it is answered as failed rather
-    than run a second time, since the tool may have done its work already.
+    A call already ``running`` was started by an earlier delivery of the task. While that delivery's lease
+    (``APPROVAL_RUN_TIMEOUT``) lasts it is left alone: it may well still be running. Once the lease has
+    ended its worker is taken to be gone, and the call is answered as failed rather than run a second
+    time, since the tool may have done its work already.
     """
     now = timezone.now()
+    lease = now + timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT)
     if ToolCall.objects.filter(pk=tool_call_id, status=ToolCall.Status.APPROVED).update(
-        status=ToolCall.Status.RUNNING, started_at=now
+        status=ToolCall.Status.RUNNING, started_at=now, lease_expires_at=lease
     ):
         return ToolCall.objects.select_related("conversation__user").get(pk=tool_call_id)
     call = ToolCall.objects.select_related("conversation").filter(pk=tool_call_id).first()
     if call is None:
         logger.warning("approved tool call %s no longer exists", tool_call_id)
-    elif call.status == ToolCall.Status.RUNNING:
+    elif call.status == ToolCall.Status.RUNNING and lease_expired(call, now):
         fail_interrupted(call)
+    elif call.status == ToolCall.Status.RUNNING:
+        logger.info("tool call %s is running under a live lease (until %s); left alone", call.pk, call.lease_expires_at)
     else:
         logger.info("tool call %s is %s already; not run again", call.pk, call.status)
     return None
+
+
+def lease_expired(call: ToolCall, now: datetime) -> bool:
+    """Whether the worker running ``call`` must be gone (calls started before leases: ``started_at`` + timeout)."""
+    expires = call.lease_expires_at
+    if expires is None and call.started_at is not None:
+        expires = call.started_at + timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT)
+    return expires is None or expires <= now
 
 
 def fail_interrupted(call: ToolCall) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.db.models import Q
 from django.utils import timezone
 
 from ..conf import toolcalling_settings
@@ -30,10 +31,13 @@ def sweep(now: datetime | None = None) -> SweepResult:
 
 
 def fail_stalled(now: datetime | None = None) -> list[ToolCall]:
-    """Mark approved calls ``running`` for longer than ``APPROVAL_RUN_TIMEOUT`` as failed (their worker died)."""
-    cutoff = (now or timezone.now()) - timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT)
+    """Mark approved calls whose run's lease ended as failed: their worker died (or overran the lease)."""
+    now = now or timezone.now()
+    legacy_cutoff = now - timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT)
     stalled = ToolCall.objects.filter(
-        status=ToolCall.Status.RUNNING, requires_approval=True, started_at__lt=cutoff
+        Q(lease_expires_at__lte=now) | Q(lease_expires_at__isnull=True, started_at__lt=legacy_cutoff),
+        status=ToolCall.Status.RUNNING,
+        requires_approval=True,
     ).select_related("conversation")
     return [call for call in stalled if fail_interrupted(call)]
 

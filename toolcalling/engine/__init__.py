@@ -2,13 +2,15 @@
 telemetry, storage, memory and structured output. It knows tools and models, never HTTP or approvals."""
 
 from ._calls import CallPath, Limits, run_approved_call, run_tool
-from ._client import ModelClient, ModelReply, RequestedCall, Usage, build_openai_client, get_client
+from ._client import ModelClient, build_openai_client, get_client
+from ._direct import call_directly
 from ._observers import Listener, Observers
 from ._queue import CONTINUE_CONVERSATION, RUN_APPROVED_TOOL_CALL, RUN_TURN, enqueue
+from ._replies import ModelReply, RequestedCall, Usage
 from ._runner import Step, Stepper, TurnResult, continue_turn, conversation_for, run_claimed_turn, run_turn
 from ._storage import answer_call_if, close_open_calls, load_messages, set_status, to_openai
 from ._structured import OutputSpec
-from ._turn import Turn
+from ._turn import Turn, tool_definitions
 
 __all__ = [
     "CONTINUE_CONVERSATION",
@@ -29,6 +31,7 @@ __all__ = [
     "Usage",
     "answer_call_if",
     "build_openai_client",
+    "call_directly",
     "close_open_calls",
     "continue_turn",
     "conversation_for",
@@ -41,4 +44,5 @@ __all__ = [
     "run_turn",
     "set_status",
     "to_openai",
+    "tool_definitions",
 ]

@@ -55,7 +55,8 @@ class Limits:
 class CallPath:
     """Runs the calls of one conversation's turn (or one approved call) with the tools offered to its user.
 
-    ``record`` is told of every message the path stores (the turn adds it to the history it sends).
+    Writes go through ``ledger`` (the turn's claim). ``record`` is told of every message the path stores
+    (the turn adds it to the history it sends).
     With ``raise_errors`` (``TOOL_ERRORS = "raise"`` in a request) a failed call is answered and then
     ends the turn with ``ToolExecutionError``; otherwise the failure is the result the model reads.
     """
@@ -66,6 +67,7 @@ class CallPath:
         view: TurnView,
         tools: dict[str, Tool],
         observers: Observers,
+        ledger: storage.Ledger,
         record: Callable[[Message], None],
         limits: Limits | None = None,
         extras: type[BaseModel] | None = None,
@@ -76,7 +78,9 @@ class CallPath:
         self.ctx: ToolContext = view.context
         self.tools = tools
         self.observers = observers
+        self.ledger = ledger
         self.record = record
+        self.started: set[int] = set()  # calls whose tool began to run (they may have taken effect)
         self.limits = limits or Limits()
         self.extras = extras
         self.extras_exempt = set(extras_exempt)
@@ -104,9 +108,8 @@ class CallPath:
             logger.exception("approval rule of %s failed", tool.name)
             return self._fail(call, f"Error: {type(exc).__name__}: {exc}", cause=exc)
         if gated:
-            call.requires_approval, call.approver = True, tool.approver
-            call.status = ToolCall.Status.AWAITING_APPROVAL
-            call.save(update_fields=["arguments", "extras", "requires_approval", "approver", "status"])
+            call.approver = tool.approver  # stored with the wait: who decides is fixed when the call starts waiting
+            self.ledger.wait_for_approval(call)
             self.observers.call_waiting(call)
             return None
         with self.observers.tool_span(call):
@@ -156,7 +159,12 @@ class CallPath:
     def _run(self, tool: Tool, call: ToolCall, arguments: BaseModel) -> Outcome:
         call.started_at = call.started_at or timezone.now()
         self.ctx.tool_call = call
-        return self.observers.run_tool(call, lambda: run_tool(tool, self.ctx, arguments))
+
+        def invoke() -> Outcome:
+            self.started.add(call.pk)  # from here on the tool may take effect, whatever happens next
+            return run_tool(tool, self.ctx, arguments)
+
+        return self.observers.run_tool(call, invoke)
 
     def _run_approved(self, call: ToolCall) -> Outcome:
         revoked = revoked_right(self.view.assistant, self.view.user, call.name)
@@ -181,7 +189,7 @@ class CallPath:
         return text
 
     def _answer(self, call: ToolCall, status: str, text: str, error: str = "") -> str:
-        message = storage.answer_call(call, status=status, result=text, error=error)
+        message = self.ledger.answer_call(call, status=status, result=text, error=error)
         self.record(message)
         self.observers.answered(call)
         return text
@@ -221,5 +229,6 @@ def run_approved_call(call: ToolCall, *, note: str = "") -> bool:
                     context=assistant.build_context(user, conversation))  # fmt: skip
     observers = Observers(view, assistant.get_hooks())
     tools = {t.name: t for t in assistant.get_tools(view.context)}
-    path = CallPath(view=view, tools=tools, observers=observers, record=observers.message_added)
+    ledger = storage.Ledger(conversation)  # no turn holds the conversation: the call's status guards its answer
+    path = CallPath(view=view, tools=tools, observers=observers, ledger=ledger, record=observers.message_added)
     return path.run_approved(call, note=note)

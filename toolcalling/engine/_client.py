@@ -2,49 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import httpx2
 import openai
 from django.utils.module_loading import import_string
 
 from ..conf import OFFLINE_CLIENT_FACTORY, toolcalling_settings
 from ..exceptions import ModelError
+from ._replies import DeltaCallback, ModelReply, StreamAssembler, parse_json, reply_from_completion
 
-
-@dataclass(kw_only=True)
-class RequestedCall:
-    """One tool call in a model answer, as the model sent it."""
-
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass(kw_only=True)
-class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-
-
-@dataclass(kw_only=True)
-class ModelReply:
-    """A model answer: text, tool calls, or both."""
-
-    content: str | None
-    tool_calls: list[RequestedCall] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    model: str = ""
-    finish_reason: str | None = None
-
-
-DeltaCallback = Callable[[str], None]
+if TYPE_CHECKING:
+    from openai._types import RequestOptions
 
 
 class ModelClient:
-    """Sends one Chat Completions request and returns a ``ModelReply``; errors become ``ModelError``."""
+    """Sends one Chat Completions request and returns a validated ``ModelReply``; errors become ``ModelError``.
+
+    It uses the SDK's own client (authentication, retries, timeouts, error types) through its plain
+    ``post``: the request body is the JSON the turn already holds, and the answer is validated JSON
+    (``_replies``), not the SDK's unvalidated objects.
+    """
 
     def __init__(self, client: openai.OpenAI) -> None:
         self.client = client
@@ -59,80 +37,55 @@ class ModelClient:
         **options: Any,
     ) -> ModelReply:
         """Ask the model once. With ``on_delta``, stream and call it with each text delta."""
-        kwargs: dict[str, Any] = {**toolcalling_settings.MODEL_OPTIONS, **options}
+        body: dict[str, Any] = {"model": model, "messages": messages, **toolcalling_settings.MODEL_OPTIONS, **options}
         if tools:
-            kwargs["tools"] = tools
+            body["tools"] = tools
+        request = request_options(body)
         try:
             if on_delta is not None:
-                return self._stream(model, messages, kwargs, on_delta)
-            response = self.client.chat.completions.create(model=model, messages=messages, **kwargs)
+                return self._stream(body, request, on_delta)
+            response = self.client.post("/chat/completions", body=body, options=request, cast_to=httpx2.Response)
+            return reply_from_completion(parse_json(response.content), model)
         except openai.APIStatusError as exc:
             raise ModelError(f"The model endpoint answered {exc.status_code}: {_api_message(exc)}") from exc
-        except openai.APITimeoutError as exc:
+        except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
             raise ModelError("The model endpoint did not answer in time.") from exc
-        except openai.APIConnectionError as exc:
+        except (openai.APIConnectionError, httpx2.TransportError) as exc:
             raise ModelError(f"Could not reach the model endpoint: {exc}") from exc
         except openai.OpenAIError as exc:
             raise ModelError(f"The model request failed: {exc}") from exc
-        if not response.choices:
-            raise ModelError("The model endpoint answered without a choice.")
-        choice = response.choices[0]
-        message = choice.message
-        calls = [
-            RequestedCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "")
-            for c in (message.tool_calls or [])
-            if getattr(c, "function", None) is not None
-        ]
-        usage = response.usage
-        return ModelReply(
-            content=message.content,
-            tool_calls=calls,
-            usage=Usage(
-                prompt_tokens=usage.prompt_tokens if usage else 0,
-                completion_tokens=usage.completion_tokens if usage else 0,
-                total_tokens=usage.total_tokens if usage else 0,
-            ),
-            model=response.model or model,
-            finish_reason=choice.finish_reason,
-        )
 
-    def _stream(
-        self, model: str, messages: list[dict[str, Any]], kwargs: dict[str, Any], on_delta: DeltaCallback
-    ) -> ModelReply:
-        """Stream an answer, assembling text and tool-call deltas (arguments arrive in pieces)."""
-        stream = self.client.chat.completions.create(
-            model=model, messages=messages, stream=True, stream_options={"include_usage": True}, **kwargs
+    def _stream(self, body: dict[str, Any], request: RequestOptions, on_delta: DeltaCallback) -> ModelReply:
+        """Stream an answer; a server that answers with one JSON completion instead is read as such."""
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        response = self.client.post(
+            "/chat/completions", body=body, options=request, cast_to=httpx2.Response, stream=True
         )
-        text: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        reply = ModelReply(content=None, model=model)
-        for chunk in stream:
-            if chunk.usage:
-                reply.usage = Usage(
-                    prompt_tokens=chunk.usage.prompt_tokens,
-                    completion_tokens=chunk.usage.completion_tokens,
-                    total_tokens=chunk.usage.total_tokens,
-                )
-            reply.model = chunk.model or reply.model
-            for choice in chunk.choices:
-                delta = choice.delta
-                if delta.content:
-                    text.append(delta.content)
-                    on_delta(delta.content)
-                for part in delta.tool_calls or []:
-                    slot = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
-                    if part.id:
-                        slot["id"] = part.id
-                    if part.function is not None:
-                        if part.function.name:
-                            slot["name"] += part.function.name
-                        if part.function.arguments:
-                            slot["arguments"] += part.function.arguments
-                if choice.finish_reason:
-                    reply.finish_reason = choice.finish_reason
-        reply.content = "".join(text) if text else None
-        reply.tool_calls = [RequestedCall(**calls[i]) for i in sorted(calls)]
-        return reply
+        try:
+            if response.headers.get("content-type", "").startswith("application/json"):
+                reply = reply_from_completion(parse_json(response.read()), body["model"])
+                if reply.content:
+                    on_delta(reply.content)
+                return reply
+            assembler = StreamAssembler(body["model"], on_delta)
+            assembler.feed_lines(response.iter_lines())
+            return assembler.finish()
+        finally:
+            response.close()
+
+
+def request_options(body: dict[str, Any]) -> RequestOptions:
+    """Take the SDK's per-request options (``extra_headers``, ``extra_query``, ``extra_body``, ``timeout``) out
+    of ``body``, where ``MODEL_OPTIONS`` and ``model_options`` put them, as ``create()`` would accept them."""
+    options: RequestOptions = {"security": {"bearer_auth": True}}
+    if "extra_headers" in body:
+        options["headers"] = body.pop("extra_headers")
+    if "extra_query" in body:
+        options["params"] = body.pop("extra_query")
+    if "timeout" in body:
+        options["timeout"] = body.pop("timeout")
+    body.update(body.pop("extra_body", None) or {})
+    return options
 
 
 def _api_message(exc: openai.APIStatusError) -> str:

@@ -20,7 +20,7 @@ from . import _telemetry as telemetry
 if TYPE_CHECKING:
     from ..hooks import ModelRequest, TurnView
     from ..models import Message
-    from ._client import ModelReply
+    from ._replies import ModelReply
 
 logger = logging.getLogger("toolcalling")
 
@@ -70,6 +70,11 @@ class Observers:
             self.emit("turn_end", {"status": self.view.conversation.status})
         finally:
             telemetry.end_turn(self.span, self.view)
+
+    def turn_abandoned(self, detail: str) -> None:
+        """The turn lost its claim: no hook, signal or event speaks for it any more; its span ends."""
+        logger.warning("turn of conversation %s abandoned: %s", self.view.conversation.pk, detail)
+        telemetry.end(self.span, error=f"TurnInterrupted: {detail}")
 
     def output_retry(self, attempt: int, problem: str) -> None:
         self.emit("output_retry", {"attempt": attempt, "problem": problem})

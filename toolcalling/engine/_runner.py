@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -186,13 +187,15 @@ class Stepper:
 # The bodies of the tasks that run turns on a worker ---------------------------------------------------
 
 
-def run_claimed_turn(conversation_id: str, content: str) -> None:
-    """Run a turn whose user message was posted with ``"background": true``; the web request claimed it."""
-    conversation = Conversation.objects.select_related("user").get(pk=conversation_id)
-    if conversation.status != Conversation.Status.RUNNING:
-        logger.warning("background turn of %s not run: the conversation is %s", conversation_id, conversation.status)
+def run_claimed_turn(conversation_id: str, content: str, token: str | None = None) -> None:
+    """Run a turn whose user message was posted with ``"background": true``; the web request claimed it and
+    passed its claim's ``token`` along (tasks queued before tokens existed use the conversation's)."""
+    conversation = Conversation.objects.select_related("user").filter(pk=conversation_id).first()
+    if conversation is None or conversation.status != Conversation.Status.RUNNING:
+        logger.warning("background turn of %s not run: the conversation is gone or not running", conversation_id)
         return
-    turn = Turn(assistants.get(conversation.assistant_id)(), conversation, stream=True)
+    claim = uuid.UUID(token) if token else conversation.turn_token
+    turn = Turn(assistants.get(conversation.assistant_id)(), conversation, stream=True, token=claim)
     try:
         turn.run(content, claimed=True)
     except TurnError as exc:

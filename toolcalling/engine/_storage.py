@@ -1,49 +1,189 @@
-"""Reading and writing a conversation's history, so every stored history is one the OpenAI API accepts."""
+"""Reading and writing a conversation's history, so every stored history is one the OpenAI API accepts.
+
+A turn writes through a ``Ledger`` that holds the turn's claim (a token stored on the conversation when
+it was claimed). Every write is a transaction that first bumps the conversation's ``updated_at`` *where
+the conversation still carries that token and is running*: a turn that lost its claim (taken over after
+going quiet, or the conversation deleted) writes nothing more, and the row lock that update takes orders
+a late write and a takeover one after the other. A call is answered at most once: answers are conditional
+updates of the call's status, and the database refuses a second tool message for one call id.
+"""
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
+import logging
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import transaction
 from django.db.models import F, Prefetch, Q
 from django.utils import timezone
 
+from ..exceptions import TurnInterrupted
 from ..models import Conversation, Message, ToolCall
-from ._client import ModelReply
+from ..toolkit import storable, storable_json, unique_call_ids
+from ._replies import ModelReply
+
+logger = logging.getLogger("toolcalling")
+
+RUNNING = Conversation.Status.RUNNING
+OPEN_CALL_STATUSES = (ToolCall.Status.RUNNING, ToolCall.Status.APPROVED)
+
+# ``Message.model`` of an assistant message whose calls a client asked for directly (an MCP client), not a model.
+CLIENT_PREFIX = "client:"
 
 
-def claim(conversation: Conversation, *, from_statuses: Iterable[str], stale_after: float | None = None) -> bool:
+def claim(
+    conversation: Conversation, *, from_statuses: Iterable[str], stale_after: float | None = None
+) -> uuid.UUID | None:
     """Move the conversation to ``running`` if it is in one of ``from_statuses``; one winner only.
 
-    With ``stale_after`` (seconds), a turn that has been ``running`` without any progress for that
-    long (its process died) may be taken over too.
+    Returns the winner's token (``None`` for the losers). With ``stale_after`` (seconds), a turn that has
+    been ``running`` without any write for that long (its process died, or hangs) may be taken over too.
     """
     condition = Q(status__in=list(from_statuses))
     if stale_after is not None:
         cutoff = timezone.now() - datetime.timedelta(seconds=stale_after)
-        condition |= Q(status=Conversation.Status.RUNNING, updated_at__lt=cutoff)
+        condition |= Q(status=RUNNING, updated_at__lt=cutoff)
+    token = uuid.uuid4()
     updated = Conversation.objects.filter(condition, pk=conversation.pk).update(
-        status=Conversation.Status.RUNNING, error="", updated_at=timezone.now()
+        status=RUNNING, error="", turn_token=token, updated_at=timezone.now()
     )
-    if updated:
-        conversation.status = Conversation.Status.RUNNING
-        conversation.error = ""
-    return bool(updated)
+    if not updated:
+        return None
+    conversation.status, conversation.error, conversation.turn_token = RUNNING, "", token
+    return token
+
+
+class Ledger:
+    """The writes of one turn, each refused once the turn no longer holds its claim (``TurnInterrupted``)."""
+
+    def __init__(self, conversation: Conversation, token: uuid.UUID | None = None) -> None:
+        self.conversation = conversation
+        self.token = token
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """A transaction in which this turn may write; the conversation's heartbeat is part of it."""
+        with transaction.atomic():
+            held = Conversation.objects.filter(pk=self.conversation.pk, turn_token=self.token, status=RUNNING)
+            if not held.update(updated_at=timezone.now()):
+                logger.warning("a write of a turn of conversation %s was refused: the turn lost its claim",
+                               self.conversation.pk)  # fmt: skip
+                raise TurnInterrupted(status=self._status_now())
+            yield
+
+    def add_message(self, role: str, content: str) -> Message:
+        with self.write():
+            return add_message(self.conversation, role, content)
+
+    def add_reply(self, reply: ModelReply, *, data: Any = None) -> tuple[Message, list[ToolCall]]:
+        """Store a model answer and its requested calls, and add its tokens to the conversation's totals.
+
+        ``data`` is the structured output parsed from the answer, when the turn asked for one. Call ids are
+        made safe here: a missing, overlong or repeated id gets a new one, so each call pairs with one answer.
+        """
+        usage = reply.usage
+        with self.write():
+            message = Message.objects.create(
+                conversation=self.conversation,
+                role=Message.Role.ASSISTANT,
+                content=storable(reply.content or ""),
+                data=storable_json(data),
+                model=storable(reply.model)[:200],
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                total_tokens=usage.total_tokens,
+            )
+            taken = set(self.conversation.tool_calls.values_list("call_id", flat=True)) if reply.tool_calls else set()
+            ids = unique_call_ids([call.id for call in reply.tool_calls], taken)
+            calls = [
+                ToolCall(
+                    conversation=self.conversation,
+                    message=message,
+                    index=index,
+                    call_id=call_id,
+                    name=storable(call.name)[:64],
+                    raw_arguments=storable(call.arguments),
+                    status=ToolCall.Status.RUNNING,
+                )
+                for index, (call, call_id) in enumerate(zip(reply.tool_calls, ids, strict=True))
+            ]
+            if calls:
+                calls = ToolCall.objects.bulk_create(calls)
+            add_usage(self.conversation, usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+        message._prefetched_objects_cache = {"tool_calls": calls}  # type: ignore[attr-defined]
+        return message, calls
+
+    def set_title_if_empty(self, title: str) -> None:
+        """Name the conversation after its first message, unless someone named it meanwhile."""
+        if not self.conversation.title:
+            title = storable(title)[:200]
+            Conversation.objects.filter(pk=self.conversation.pk, title="").update(title=title)
+            self.conversation.title = title
+
+    def add_usage(self, prompt: int, completion: int, total: int) -> None:
+        with self.write():
+            add_usage(self.conversation, prompt, completion, total)
+
+    def wait_for_approval(self, call: ToolCall) -> None:
+        """Store a validated call as ``awaiting_approval``."""
+        call.requires_approval = True
+        call.status = ToolCall.Status.AWAITING_APPROVAL
+        with self.write():
+            ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.RUNNING).update(
+                arguments=storable_json(call.arguments), extras=storable_json(call.extras),
+                requires_approval=True, approver=call.approver, status=call.status,
+            )  # fmt: skip
+
+    def answer_call(self, call: ToolCall, *, status: str, result: str, error: str = "") -> Message:
+        with self.write():
+            message = answer_call_if(call, from_status=OPEN_CALL_STATUSES, status=status, result=result, error=error)
+            if message is None:
+                raise TurnInterrupted(f"The call {call.call_id} was answered by someone else.")
+            return message
+
+    def close_open_calls(self, reason: str, *, started: Iterable[int] | None = ()) -> list[Message]:
+        with self.write():
+            return close_open_calls(self.conversation, reason, started=started)
+
+    def set_status(self, status: str, error: str = "") -> None:
+        """Store how the turn ended; the claim ends with it."""
+        with transaction.atomic():
+            held = Conversation.objects.filter(pk=self.conversation.pk, turn_token=self.token, status=RUNNING)
+            if not held.update(status=status, error=storable(error), turn_token=None, updated_at=timezone.now()):
+                raise TurnInterrupted(status=self._status_now())
+        self.conversation.status, self.conversation.error, self.conversation.turn_token = status, error, None
+
+    def _status_now(self) -> str | None:
+        return Conversation.objects.filter(pk=self.conversation.pk).values_list("status", flat=True).first()
+
+
+# Writes that belong to no turn (approvals, sweeps) and the shared pieces ------------------------------
 
 
 def set_status(conversation: Conversation, status: str, error: str = "") -> None:
-    conversation.status = status
-    conversation.error = error
-    conversation.updated_at = timezone.now()
-    conversation.save(update_fields=["status", "error", "updated_at"])
+    """Set a conversation's status outside any turn (a background turn that could not start, say)."""
+    conversation.status, conversation.error = status, error
+    Conversation.objects.filter(pk=conversation.pk).update(
+        status=status, error=storable(error), turn_token=None, updated_at=timezone.now()
+    )
 
 
 def load_messages(conversation: Conversation) -> list[Message]:
     """The stored history in order, with each assistant message's calls: two queries, whatever its length."""
     calls = Prefetch("tool_calls", queryset=ToolCall.objects.order_by("index"))
     return list(conversation.messages.order_by("id").prefetch_related(calls))
+
+
+def asked_by_client(messages: list[Message]) -> bool:
+    """Whether the latest calls in ``messages`` were asked for by a client directly; then no model waits for them."""
+    for message in reversed(messages):
+        if message.role == Message.Role.ASSISTANT and message.tool_calls.all():
+            return message.model.startswith(CLIENT_PREFIX)
+    return False
 
 
 def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
@@ -66,48 +206,14 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
 
 
 def add_message(conversation: Conversation, role: str, content: str, **fields: Any) -> Message:
-    return _without_calls(Message.objects.create(conversation=conversation, role=role, content=content, **fields))
+    message = Message.objects.create(conversation=conversation, role=role, content=storable(content), **fields)
+    return _without_calls(message)
 
 
 def _without_calls(message: Message) -> Message:
     """Mark a new message as having no tool calls, so reading them later costs no query."""
     message._prefetched_objects_cache = {"tool_calls": ToolCall.objects.none()}  # type: ignore[attr-defined]
     return message
-
-
-def add_reply(conversation: Conversation, reply: ModelReply, *, data: Any = None) -> tuple[Message, list[ToolCall]]:
-    """Store a model answer and its requested calls, and add its tokens to the conversation's totals.
-
-    ``data`` is the structured output parsed from the answer, when the turn asked for one."""
-    usage = reply.usage
-    with transaction.atomic():
-        message = Message.objects.create(
-            conversation=conversation,
-            role=Message.Role.ASSISTANT,
-            content=reply.content or "",
-            data=data,
-            model=reply.model,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            total_tokens=usage.total_tokens,
-        )
-        calls = [
-            ToolCall(
-                conversation=conversation,
-                message=message,
-                index=index,
-                call_id=call.id,
-                name=call.name[:64],
-                raw_arguments=call.arguments,
-                status=ToolCall.Status.RUNNING,
-            )
-            for index, call in enumerate(reply.tool_calls)
-        ]
-        if calls:
-            calls = ToolCall.objects.bulk_create(calls)
-        add_usage(conversation, usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
-    message._prefetched_objects_cache = {"tool_calls": calls}  # type: ignore[attr-defined]
-    return message, calls
 
 
 def add_usage(conversation: Conversation, prompt: int, completion: int, total: int) -> None:
@@ -124,66 +230,69 @@ def add_usage(conversation: Conversation, prompt: int, completion: int, total: i
     conversation.total_tokens += total
 
 
-def answer_call(call: ToolCall, *, status: str, result: str, error: str = "") -> Message:
-    """Record a call's outcome and the tool message that tells the model, together."""
+def answer_call_if(
+    call: ToolCall,
+    *,
+    from_status: str | Iterable[str],
+    status: str,
+    result: str,
+    error: str = "",
+    **fields: Any,
+) -> Message | None:
+    """Answer the call only if it is still in ``from_status``; ``None`` when another process got there first.
+
+    The call's outcome and the tool message that tells the model are stored together. ``fields`` (such as
+    ``decided_by``) are written by the same conditional ``UPDATE ... WHERE status = from_status``, which is
+    what makes a decision or a result count once: of two racing writers exactly one updates the row.
+    """
+    statuses = [from_status] if isinstance(from_status, str) else list(from_status)
     now = timezone.now()
-    call.status = status
-    call.result = result
-    call.error = error
-    call.finished_at = now
-    if call.started_at:
-        call.duration_ms = max(0, int((now - call.started_at).total_seconds() * 1000))
+    duration = max(0, int((now - call.started_at).total_seconds() * 1000)) if call.started_at else None
+    result, error = storable(result), storable(error)
+    values = {
+        "status": status,
+        "result": result,
+        "error": error,
+        "finished_at": now,
+        "duration_ms": duration,
+        "arguments": storable_json(call.arguments),
+        "extras": storable_json(call.extras),
+        "requires_approval": call.requires_approval,
+        "started_at": call.started_at,
+        **{name: storable(value) if isinstance(value, str) else value for name, value in fields.items()},
+    }
     with transaction.atomic():
-        call.save(
-            update_fields=[
-                "status",
-                "result",
-                "error",
-                "finished_at",
-                "duration_ms",
-                "arguments",
-                "extras",
-                "requires_approval",
-                "started_at",
-            ]
-        )
+        if not ToolCall.objects.filter(pk=call.pk, status__in=statuses).update(**values):
+            return None
+        for name, value in values.items():
+            setattr(call, name, value)
         message = Message.objects.create(
-            conversation_id=call.conversation_id,
-            role=Message.Role.TOOL,
-            content=result,
-            tool_call_id=call.call_id,
+            conversation_id=call.conversation_id, role=Message.Role.TOOL, content=result, tool_call_id=call.call_id
         )
     return _without_calls(message)
 
 
-def answer_call_if(
-    call: ToolCall, *, from_status: str, status: str, result: str, error: str = "", **fields: Any
-) -> Message | None:
-    """Answer the call only if it is still in ``from_status``; ``None`` when another process got there first.
+def close_open_calls(conversation: Conversation, reason: str, *, started: Iterable[int] | None = ()) -> list[Message]:
+    """Answer every call that was asked for but never answered, so the stored history stays valid.
 
-    ``fields`` (such as ``decided_by``) are written by the same conditional update.
-
-    The conditional ``UPDATE ... WHERE status = from_status`` is what makes a decision or a result
-    count once: of two racing writers exactly one updates the row and adds the tool message.
+    A call gets its final status and its tool message together, so the open calls are exactly those still
+    ``running`` or ``approved``; waiting ones keep waiting. A running call whose tool had started
+    (``started_at``, or its id in ``started``; ``started=None``: nobody knows, as after a takeover) may have
+    done its work: it is answered ``failed`` with that said, never "not run".
     """
-    with transaction.atomic():
-        if not ToolCall.objects.filter(pk=call.pk, status=from_status).update(status=status, **fields):
-            return None
-        for name, value in fields.items():
-            setattr(call, name, value)
-        return answer_call(call, status=status, result=result, error=error)
-
-
-def close_open_calls(conversation: Conversation, reason: str) -> list[Message]:
-    """Answer every call that was started but never answered, so the stored history stays valid.
-
-    A call gets its final status and its tool message together (``answer_call``), so the open
-    calls are exactly those still ``running`` or ``approved``; waiting ones keep waiting.
-    """
-    open_calls = conversation.tool_calls.filter(
-        status__in=[ToolCall.Status.RUNNING, ToolCall.Status.APPROVED]
-    ).order_by("message_id", "index")
-    return [
-        answer_call(call, status=ToolCall.Status.CANCELLED, result=f"Not run: {reason}", error=reason)
-        for call in open_calls
-    ]
+    known = set(started) if started is not None else None
+    open_calls = conversation.tool_calls.filter(status__in=OPEN_CALL_STATUSES).order_by("message_id", "index")
+    answers = []
+    for call in open_calls:
+        may_have_run = call.status == ToolCall.Status.RUNNING and (
+            known is None or call.started_at is not None or call.pk in known
+        )
+        if may_have_run:
+            status = ToolCall.Status.FAILED
+            text = f"Error: {reason} The tool may have run; whether it took effect is unknown."
+        else:
+            status, text = ToolCall.Status.CANCELLED, f"Not run: {reason}"
+        message = answer_call_if(call, from_status=OPEN_CALL_STATUSES, status=status, result=text, error=reason)
+        if message is not None:
+            answers.append(message)
+    return answers

@@ -11,7 +11,7 @@ from ..conf import toolcalling_settings
 if TYPE_CHECKING:
     from ..hooks import ModelRequest, TurnView
     from ..models import ToolCall
-    from ._client import ModelReply
+    from ._replies import ModelReply
 
 try:
     from opentelemetry import trace

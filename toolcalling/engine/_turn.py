@@ -7,22 +7,30 @@ history) → ``step`` until one says how the turn ends (``ask`` the model, store
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from ..conf import toolcalling_settings
-from ..exceptions import ConversationBusy, ModelCallLimitExceeded, OutputValidationError, TurnError
+from ..exceptions import (
+    ConversationBusy,
+    ModelCallLimitExceeded,
+    OutputValidationError,
+    TurnError,
+    TurnInterrupted,
+)
 from ..hooks import EndTurn, ModelRequest, TurnView
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import SEARCH_TOOL_NAME, Tool, ToolSearch, check_extras, search_enabled, with_extras
 from . import _memory as memory
 from . import _storage as storage
 from ._calls import CallPath, Limits
-from ._client import ModelClient, ModelReply, get_client
+from ._client import ModelClient, get_client
 from ._observers import Listener, Observers
+from ._replies import ModelReply
 from ._structured import OutputCheck
 
 if TYPE_CHECKING:
@@ -51,9 +59,11 @@ class Turn:
         listeners: list[Listener] | None = None,
         stream: bool = False,
         output_type: type[BaseModel] | None = None,
+        token: uuid.UUID | None = None,
     ) -> None:
         self.assistant = assistant
         self.conversation = conversation
+        self.ledger = storage.Ledger(conversation, token)  # token: a claim made elsewhere (a background turn)
         self.client = client or get_client()
         user = user if user is not None else conversation.user
         self.view = TurnView(assistant=assistant, conversation=conversation, user=user,
@@ -72,6 +82,7 @@ class Turn:
             view=self.view,
             tools=self.tools,
             observers=self.observers,
+            ledger=self.ledger,
             record=self.record,
             limits=self.limits,
             extras=assistant.argument_extras,
@@ -79,6 +90,7 @@ class Turn:
             raise_errors=toolcalling_settings.TOOL_ERRORS == "raise",
         )
         self.history: list[dict[str, Any]] = []
+        self.asked_by_client = False
         self.ended = False
 
     @property
@@ -103,26 +115,31 @@ class Turn:
             self.claim(continuing=content is None)
         with self.guard():
             self.start(content)
-            ending = None
+            # Calls a client asked for directly (an MCP client) are over once decided: no model asked for them.
+            ending = IDLE if content is None and self.asked_by_client else None
             while ending is None:
                 ending = self.step()
             self.end(ending)
         return self.new_messages
 
-    def claim(self, *, continuing: bool = False) -> None:
-        """Mark the conversation ``running``; only one turn runs per conversation at a time."""
+    def claim(self, *, continuing: bool = False) -> uuid.UUID:
+        """Mark the conversation ``running`` and hold its claim; only one turn runs per conversation at a time."""
         conv = self.conversation
         if continuing:
-            if not storage.claim(conv, from_statuses=[AWAITING_APPROVAL]):
+            self.ledger.token = storage.claim(conv, from_statuses=[AWAITING_APPROVAL])
+            if self.ledger.token is None:
                 raise ConversationBusy("The conversation is not waiting to continue.", status=conv.status)
-            return
-        if storage.claim(conv, from_statuses=[IDLE, FAILED]):
-            return
-        if storage.claim(conv, from_statuses=[], stale_after=toolcalling_settings.STALE_TURN_TIMEOUT):
-            # The turn's process died: answer the calls it left open, then go on as usual.
-            for message in storage.close_open_calls(conv, "the turn was interrupted."):
+            return self.ledger.token
+        self.ledger.token = storage.claim(conv, from_statuses=[IDLE, FAILED])
+        if self.ledger.token is not None:
+            return self.ledger.token
+        self.ledger.token = storage.claim(conv, from_statuses=[], stale_after=toolcalling_settings.STALE_TURN_TIMEOUT)
+        if self.ledger.token is not None:
+            # The turn before went quiet (its process died, or hangs): answer the calls it left open; its
+            # own late writes will be refused. Its running tools may or may not have taken effect.
+            for message in self.ledger.close_open_calls("the turn was interrupted.", started=None):
                 self.record(message)
-            return
+            return self.ledger.token
         conv.refresh_from_db(fields=["status"])
         if conv.status == AWAITING_APPROVAL:
             raise ConversationBusy(
@@ -136,12 +153,11 @@ class Turn:
         """Store the user's message (if any) and load the history the model will see."""
         conv = self.conversation
         if content is not None:
-            self.record(storage.add_message(conv, Message.Role.USER, content))
-            if not conv.title:
-                conv.title = " ".join(content.split())[:80]
-                conv.save(update_fields=["title"])
+            self.record(self.ledger.add_message(Message.Role.USER, content))
+            self.ledger.set_title_if_empty(" ".join(content.split())[:80])
         self.observers.turn_started()
         messages = storage.load_messages(conv)
+        self.asked_by_client = storage.asked_by_client(messages)
         self.limits.count_stored(messages)
         self.history = memory.build_history(self.assistant, messages)
 
@@ -165,10 +181,10 @@ class Turn:
                     self.send_back(reply, verdict.problem)
                     continue
                 if verdict.value is None:
-                    self.record(storage.add_reply(self.conversation, reply)[0])
+                    self.record(self.ledger.add_reply(reply)[0])
                     raise OutputValidationError(verdict.problem)
                 data = verdict.value.model_dump(mode="json")
-            message, calls = storage.add_reply(self.conversation, reply, data=data)
+            message, calls = self.ledger.add_reply(reply, data=data)
             self.record(message)
             return calls
 
@@ -201,7 +217,7 @@ class Turn:
             self.observers.awaiting_approval([c for c in calls if c.requires_approval])
             return AWAITING_APPROVAL
         if len(direct) == len(calls):
-            self.record(storage.add_message(self.conversation, Message.Role.ASSISTANT, "\n\n".join(direct)))
+            self.record(self.ledger.add_message(Message.Role.ASSISTANT, "\n\n".join(direct)))
             return IDLE
         return None
 
@@ -210,7 +226,7 @@ class Turn:
         if self.ended:
             return
         self.ended = True
-        storage.set_status(self.conversation, status, error)
+        self.ledger.set_status(status, error)
         self.observers.turn_ended()
 
     # Ending otherwise ---------------------------------------------------------------------------------
@@ -219,29 +235,39 @@ class Turn:
     def guard(self) -> Iterator[None]:
         """Around the steps: ``EndTurn`` ends the turn with its message; an error fails it and is raised on."""
         try:
-            yield
-        except EndTurn as end:
-            self.end_early(end.message)
-        except TurnError as exc:
-            self.fail(str(exc))
-            exc.status, exc.messages = self.conversation.status, list(self.new_messages)
-            raise
-        except BaseException:
-            self.fail("The turn stopped on an internal error.")
+            try:
+                yield
+            except EndTurn as end:
+                self.end_early(end.message)
+            except TurnInterrupted:
+                raise
+            except TurnError as exc:
+                self.fail(str(exc))
+                exc.status, exc.messages = self.conversation.status, list(self.new_messages)
+                raise
+            except BaseException:
+                self.fail("The turn stopped on an internal error.")
+                raise
+        except TurnInterrupted as exc:
+            # The claim is gone: nothing more may be written, and the stream now belongs to whoever holds it.
+            self.ended = True
+            self.observers.turn_abandoned(str(exc))
+            exc.messages = list(self.new_messages)
             raise
 
     def fail(self, error: str) -> None:
         """End the turn as ``failed`` with every open call answered, so the next message works."""
-        for message in storage.close_open_calls(self.conversation, "the turn ended with an error."):
+        for message in self.ledger.close_open_calls("the turn ended with an error.", started=self.calls.started):
             self.record(message)
         self.observers.turn_failed(error)
         self.end(FAILED, error)
 
     def end_early(self, message: str) -> None:
         """A hook raised ``EndTurn``: answer any open call, then its message is the reply."""
-        for closed in storage.close_open_calls(self.conversation, "the turn was ended before this call ran."):
+        reason = "the turn was ended before this call was answered."
+        for closed in self.ledger.close_open_calls(reason, started=self.calls.started):
             self.record(closed)
-        self.record(storage.add_message(self.conversation, Message.Role.ASSISTANT, message))
+        self.record(self.ledger.add_message(Message.Role.ASSISTANT, message))
         self.end(IDLE)
 
     # Parts of the steps -------------------------------------------------------------------------------
@@ -269,19 +295,13 @@ class Turn:
     def offered_tools(self) -> list[dict[str, Any]]:
         """The tool definitions for the next request: all tools, or the search tool and what it has found."""
         tools = self.search.offered(self.tools) if self.search else list(self.tools.values())
-        definitions = [t.definition() for t in tools]
-        extra_fields = self.assistant.argument_extras
-        if extra_fields is not None:
-            definitions = [
-                d if d["function"]["name"] == SEARCH_TOOL_NAME else with_extras(d, extra_fields) for d in definitions
-            ]
-        return definitions
+        return tool_definitions(self.assistant, tools)
 
     def send_back(self, reply: ModelReply, problem: str) -> None:
         """An invalid structured answer: its tokens count, it and the correction go to the next request only."""
         assert self.output is not None
         usage = reply.usage
-        storage.add_usage(self.conversation, usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+        self.ledger.add_usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
         self.history += self.output.correction(reply, problem)
         self.observers.output_retry(self.output.retries_used, problem)
 
@@ -289,3 +309,15 @@ class Turn:
         """A message this turn stored: it joins the history sent next, and everyone hears of it."""
         self.history.extend(storage.to_openai([message]))
         self.observers.message_added(message)
+
+
+def tool_definitions(assistant: Assistant, tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """The definitions of ``tools`` as the model gets them: with the assistant's argument extras (not on the
+    search tool). The MCP endpoint lists its tools with these same schemas."""
+    definitions = [t.definition() for t in tools]
+    extra_fields = assistant.argument_extras
+    if extra_fields is not None:
+        definitions = [
+            d if d["function"]["name"] == SEARCH_TOOL_NAME else with_extras(d, extra_fields) for d in definitions
+        ]
+    return definitions

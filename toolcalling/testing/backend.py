@@ -106,6 +106,8 @@ class ChatBackend:
             reply = self.responder(body)
         except Exception as exc:  # a broken responder must fail the test loudly, not hang it
             return _error(500, f"Responder raised {type(exc).__name__}: {exc}", "server_error")
+        if reply.raw is not None:
+            return reply.status, dict(reply.headers), reply.raw
         if reply.is_error:
             return reply.status, {**JSON_HEADERS, **reply.headers}, _dumps(reply.error_body())
 

@@ -94,6 +94,8 @@ class Reply:
     error_code: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     finish_reason: str | None = None
+    raw: bytes | None = None
+    """Sent as the response body as it is (with ``status`` and ``headers``), for replies no real model sends."""
 
     @property
     def is_error(self) -> bool:
@@ -217,6 +219,11 @@ class ScriptedModel:
         return self.queue(
             Reply(status=status, error_message=message, error_type=type, error_code=code, headers=headers)
         )
+
+    def raw(self, body: bytes | str, *, content_type: str = "application/json", status: int = 200) -> Reply:
+        """Queue a response body sent as it is, e.g. a malformed completion or an HTML error page."""
+        data = body.encode() if isinstance(body, str) else body
+        return self.queue(Reply(status=status, raw=data, headers={"content-type": content_type}))
 
     def respond(self, func: Callable[[dict[str, Any]], Reply | str]) -> None:
         """Queue a callable that builds the reply from the request body when it arrives."""

@@ -1,14 +1,18 @@
 """The toolkit: what a tool is (``@tool``, ``Tool``, its schema and context), the registries that hold tools
-and assistants, argument extras and tool search. It knows nothing of turns, storage or HTTP."""
+and assistants, argument extras, tool search, and ``ToolSource`` (tools found at run time, such as an MCP
+server's). It knows nothing of turns, storage or HTTP."""
 
 from ._context import ToolContext
 from ._extras import check_extras, split_extras, with_extras
 from ._registry import AssistantRegistry, Registry, ToolRegistry, assistants, tools
 from ._schema import describe_validation_error, json_schema
 from ._search import SEARCH_TOOL_NAME, ToolIndex, ToolSearch, search_enabled, tokenize
-from ._tool import ApprovalRule, Tool, make_tool, result_to_text, tool
+from ._sources import ToolSource
+from ._text import storable, storable_json, unique_call_ids
+from ._tool import NAME_RE, ApprovalRule, Tool, arguments_object, make_tool, result_to_text, tool
 
 __all__ = [
+    "NAME_RE",
     "SEARCH_TOOL_NAME",
     "ApprovalRule",
     "AssistantRegistry",
@@ -18,7 +22,9 @@ __all__ = [
     "ToolIndex",
     "ToolRegistry",
     "ToolSearch",
+    "ToolSource",
     "assistants",
+    "arguments_object",
     "check_extras",
     "describe_validation_error",
     "json_schema",
@@ -26,8 +32,11 @@ __all__ = [
     "result_to_text",
     "search_enabled",
     "split_extras",
+    "storable",
+    "storable_json",
     "tokenize",
     "tool",
     "tools",
+    "unique_call_ids",
     "with_extras",
 ]

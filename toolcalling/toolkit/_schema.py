@@ -152,6 +152,54 @@ def _strip_titles(node: Any) -> Any:
     return node
 
 
+def unexpected_keys(
+    value: Any, schema: dict[str, Any], defs: dict[str, Any] | None = None, path: str = ""
+) -> list[str]:
+    """The keys of ``value`` that its JSON schema does not know, at any depth: nested models forbid unknown
+    keys as the arguments themselves do (pydantic would drop them silently). A schema that allows more
+    (``additionalProperties``) or says nothing of an object's properties (a plain ``dict``) allows them."""
+    defs = schema.get("$defs", {}) if defs is None else defs
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return unexpected_keys(value, defs.get(ref.removeprefix("#/$defs/"), {}), defs, path)
+    branches = [b for key in ("anyOf", "oneOf") for b in schema.get(key, []) if isinstance(b, dict)]
+    if branches:
+        # The value is fine if some branch takes it whole; otherwise report what the closest branch refuses.
+        found = [unexpected_keys(value, branch, defs, path) for branch in branches if _may_hold(value, branch, defs)]
+        return min(found, key=len) if found and all(found) else []
+    problems: list[str] = []
+    for part in schema.get("allOf", []):
+        problems += unexpected_keys(value, part, defs, path)
+    if isinstance(value, dict):
+        properties = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if isinstance(properties, dict) and key in properties:
+                problems += unexpected_keys(item, properties[key], defs, where)
+            elif isinstance(extra, dict):
+                problems += unexpected_keys(item, extra, defs, where)
+            elif isinstance(properties, dict) and extra is not True and path:
+                problems.append(where)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            problems += unexpected_keys(item, schema["items"], defs, f"{path}.{index}" if path else str(index))
+    return problems
+
+
+def _may_hold(value: Any, schema: dict[str, Any], defs: dict[str, Any]) -> bool:
+    """Whether a branch of a union is about values of this kind (an object for a dict, and so on)."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        schema = defs.get(ref.removeprefix("#/$defs/"), {})
+    kind = schema.get("type")
+    if isinstance(value, dict):
+        return kind == "object" or "properties" in schema
+    if isinstance(value, list):
+        return kind == "array"
+    return True
+
+
 def describe_validation_error(exc: ValidationError) -> str:
     """A short, model-readable list of what was wrong with the arguments."""
     parts = []
@@ -166,6 +214,7 @@ def describe_validation_error(exc: ValidationError) -> str:
 
 __all__ = [
     "ArgumentsModel",
+    "unexpected_keys",
     "build_arguments_model",
     "describe_validation_error",
     "json_schema",

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 from ..exceptions import ImproperlyDefined, InvalidArguments
 from ._context import ToolContext
 from ._registry import tools as tool_registry
-from ._schema import build_arguments_model, describe_validation_error, json_schema, split_docstring
+from ._schema import build_arguments_model, describe_validation_error, json_schema, split_docstring, unexpected_keys
+from ._text import storable_json
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -31,7 +32,8 @@ def arguments_object(raw: Any) -> dict[str, Any]:
     data = raw
     if isinstance(raw, str):
         try:
-            data = json.loads(raw)
+            # Lone surrogates ("\ud800" is valid JSON) would fail the tool's own output; they become U+FFFD.
+            data = storable_json(json.loads(raw))
         except json.JSONDecodeError as exc:
             raise InvalidArguments(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})")
     if not isinstance(data, dict):
@@ -41,7 +43,12 @@ def arguments_object(raw: Any) -> dict[str, Any]:
 
 @dataclass(kw_only=True, eq=False)
 class Tool:
-    """A registered tool: the function, what the model is told about it, and how it may be called."""
+    """A registered tool: the function, what the model is told about it, and how it may be called.
+
+    ``parse_arguments`` and ``invoke`` are the two places that rely on the Python signature; a tool backed
+    by something else (an MCP server's tool, validated against its JSON schema) is a subclass that
+    overrides them and ``module``.
+    """
 
     func: Callable[..., Any]
     """The site's function."""
@@ -86,8 +93,12 @@ class Tool:
 
     def parse_arguments(self, raw: str | dict[str, Any] | None) -> BaseModel:
         """Parse and validate the model's arguments (JSON text or a dict)."""
+        data = arguments_object(raw)
+        unexpected = unexpected_keys(data, self.parameters)
+        if unexpected:
+            raise InvalidArguments("; ".join(f"{where}: unexpected argument" for where in unexpected))
         try:
-            return self.arguments_model.model_validate(arguments_object(raw))
+            return self.arguments_model.model_validate(data)
         except ValidationError as exc:
             raise InvalidArguments(describe_validation_error(exc))
 
@@ -207,8 +218,11 @@ def result_to_text(result: Any) -> str:
     """What the model reads: strings as they are, everything else as JSON."""
     if isinstance(result, str):
         return result
-    if isinstance(result, BaseModel):
-        return result.model_dump_json()
     if dataclasses.is_dataclass(result) and not isinstance(result, type):
         result = dataclasses.asdict(result)
-    return to_json(result).decode()
+    try:
+        return to_json(result).decode()
+    except PydanticSerializationError:
+        # Text JSON cannot encode (lone surrogates) must not turn a tool that ran into one that failed.
+        plain = result.model_dump(mode="json") if isinstance(result, BaseModel) else result
+        return to_json(storable_json(plain), fallback=str).decode()

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('toolcalling', '0002_toolcall_original_arguments'),
+        ('toolcalling', '0003_fenced_turns_and_unique_call_ids'),
     ]
 
     operations = [

@@ -1,0 +1,218 @@
+"""Model replies, validated where they enter: what is not a valid Chat Completion (or stream of chunks)
+becomes a ``ModelError`` before anything of it is stored.
+
+Replies are read from the JSON the endpoint sent, not from the SDK's unvalidated objects, so a
+``"message": null``, a call without a name or a body that is not JSON is caught here. Missing call
+ids are left empty: storage gives every call a usable, unique id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..exceptions import ModelError
+
+
+@dataclass(kw_only=True)
+class RequestedCall:
+    """One tool call in a model answer, as the model sent it."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(kw_only=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+@dataclass(kw_only=True)
+class ModelReply:
+    """A model answer: text, tool calls, or both."""
+
+    content: str | None
+    tool_calls: list[RequestedCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    finish_reason: str | None = None
+
+
+DeltaCallback = Callable[[str], None]
+
+
+def invalid(problem: str) -> ModelError:
+    return ModelError(f"The model endpoint answered something that is not a valid completion: {problem}.")
+
+
+def parse_json(raw: bytes | str) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        preview = raw[:60] if isinstance(raw, str) else raw[:60].decode("utf-8", "replace")
+        raise invalid(f"the body is not JSON ({preview!r})")
+
+
+def reply_from_completion(data: Any, requested_model: str) -> ModelReply:
+    """A ``chat.completion`` object (parsed JSON) as a ``ModelReply``."""
+    data = _object(data, "the body")
+    _raise_error_body(data)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise invalid("it has no choices")
+    choice = _object(choices[0], "choices[0]")
+    message = _object(choice.get("message"), "choices[0].message")
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise invalid("message.tool_calls is not a list")
+    content = _text(message.get("content"), "message.content")
+    if content is None and not calls:
+        # A refusal is the model's answer in words; anything else without text or calls is no answer.
+        content = _text(message.get("refusal"), "message.refusal")
+        if content is None:
+            raise invalid("the message has neither text nor tool calls")
+    return ModelReply(
+        content=content,
+        tool_calls=[_call(item, f"message.tool_calls[{n}]") for n, item in enumerate(calls)],
+        usage=_usage(data.get("usage")),
+        model=_string(data.get("model")) or requested_model,
+        finish_reason=_string(choice.get("finish_reason")) or None,
+    )
+
+
+class StreamAssembler:
+    """Builds a ``ModelReply`` from ``chat.completion.chunk`` events (parsed JSON), text and call arguments
+    arriving in pieces. ``finish()`` refuses a stream that never carried a choice."""
+
+    def __init__(self, requested_model: str, on_delta: DeltaCallback) -> None:
+        self.reply = ModelReply(content=None, model=requested_model)
+        self.on_delta = on_delta
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.chunks = 0
+
+    def feed(self, data: Any) -> None:
+        chunk = _object(data, "a stream chunk")
+        _raise_error_body(chunk)
+        choices = chunk.get("choices")
+        if choices is None:
+            choices = []
+        if not isinstance(choices, list):
+            raise invalid("a stream chunk's choices is not a list")
+        if chunk.get("usage"):
+            self.reply.usage = _usage(chunk["usage"])
+        self.reply.model = _string(chunk.get("model")) or self.reply.model
+        for choice in choices:
+            self.chunks += 1
+            choice = _object(choice, "a stream choice")
+            delta = _object(choice.get("delta"), "a stream choice's delta")
+            content = _text(delta.get("content"), "delta.content")
+            if content:
+                self.text.append(content)
+                self.on_delta(content)
+            self._add_calls(delta.get("tool_calls"))
+            if choice.get("finish_reason"):
+                self.reply.finish_reason = _string(choice["finish_reason"])
+
+    def feed_lines(self, lines: Iterable[str]) -> None:
+        """Read server-sent events: ``data:`` lines carry chunks, ``[DONE]`` ends; other fields are skipped."""
+        for line in lines:
+            if not line.startswith("data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                break
+            if payload:
+                self.feed(parse_json(payload))
+
+    def finish(self) -> ModelReply:
+        if not self.chunks:
+            raise invalid("the stream carried no answer (is it a stream of server-sent events?)")
+        if not (self.text or self.calls or self.reply.finish_reason):
+            raise invalid("the stream ended without text, tool calls or a finish reason")
+        self.reply.content = "".join(self.text) if self.text else None
+        calls = [self.calls[index] for index in sorted(self.calls)]
+        for n, call in enumerate(calls):
+            if not call["name"]:
+                raise invalid(f"streamed tool call {n} has no name")
+        self.reply.tool_calls = [RequestedCall(**call) for call in calls]
+        return self.reply
+
+    def _add_calls(self, parts: Any) -> None:
+        if parts is None:
+            return
+        if not isinstance(parts, list):
+            raise invalid("delta.tool_calls is not a list")
+        for position, part in enumerate(parts):
+            part = _object(part, "a streamed tool call")
+            index = part.get("index", position)
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise invalid("a streamed tool call's index is not a number")
+            slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+            if part.get("id"):
+                slot["id"] = _string(part["id"])
+            function = part.get("function")
+            if function is not None:
+                function = _object(function, "a streamed tool call's function")
+                slot["name"] += _text(function.get("name"), "function.name") or ""
+                slot["arguments"] += _arguments(function.get("arguments"))
+
+
+def _raise_error_body(data: dict[str, Any]) -> None:
+    """An error object in place of a completion (some servers send it with status 200, or mid-stream)."""
+    error = data.get("error")
+    if error and not data.get("choices"):
+        message = error.get("message") if isinstance(error, dict) else error
+        raise ModelError(f"The model endpoint answered with an error: {message}")
+
+
+def _call(item: Any, where: str) -> RequestedCall:
+    item = _object(item, where)
+    function = _object(item.get("function"), f"{where}.function")
+    name = _text(function.get("name"), f"{where}.function.name")
+    if not name:
+        raise invalid(f"{where} has no function name")
+    return RequestedCall(id=_string(item.get("id")), name=name, arguments=_arguments(function.get("arguments")))
+
+
+def _arguments(value: Any) -> str:
+    """Argument text; some servers send an object instead of JSON text, which is the same thing."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    raise invalid("tool call arguments are neither text nor an object")
+
+
+def _usage(value: Any) -> Usage:
+    if not isinstance(value, dict):
+        return Usage()
+    counts = [value.get(key) for key in ("prompt_tokens", "completion_tokens", "total_tokens")]
+    prompt, completion, total = (c if isinstance(c, int) and not isinstance(c, bool) and c >= 0 else 0 for c in counts)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total or prompt + completion)
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise invalid(f"{where} is {'missing' if value is None else 'not an object'}")
+    return value
+
+
+def _text(value: Any, where: str) -> str | None:
+    """Text, or ``None``; a list of text parts (as some servers send) is joined."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in value):
+        return "".join(p["text"] for p in value)
+    raise invalid(f"{where} is not text")
+
+
+def _string(value: Any) -> str:
+    return value if isinstance(value, str) else ""

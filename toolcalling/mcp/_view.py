@@ -1,0 +1,63 @@
+"""``mcp/<assistant_id>/``: the MCP Streamable HTTP endpoint, stateless, behind the site's DRF authentication.
+
+One POST carries one JSON-RPC message (or a batch) and gets one JSON answer; nothing is kept between
+requests, so any web worker can answer (no session id, no sticky sessions) under WSGI and ASGI alike.
+There is no server-to-client stream: ``GET`` and ``DELETE`` are 405, as the transport allows.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpResponse
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from ..api.errors import ErrorResponses
+from ..assistant import Assistant
+from ..exceptions import NotRegistered
+from ._protocol import MCPEndpoint
+
+# The challenge of a 401 when no configured authentication class names one (session authentication alone).
+FALLBACK_CHALLENGE = 'Session realm="api"'
+
+
+class MCPView(ErrorResponses, APIView):
+    """Serves the tools of one assistant to the authenticated user over MCP (see ``toolcalling.mcp``)."""
+
+    permission_classes = [IsAuthenticated]
+    renderer_classes = [JSONRenderer]
+
+    def get_authenticate_header(self, request: Request) -> str:
+        """Unauthenticated is a 401 with ``WWW-Authenticate`` whatever the order of the authentication classes
+        (DRF would answer 403 when the first one, such as session authentication, names no challenge)."""
+        for authenticator in self.get_authenticators():
+            header = authenticator.authenticate_header(request)
+            if header:
+                return header
+        return FALLBACK_CHALLENGE
+
+    def post(self, request: Request, assistant_id: str) -> HttpResponse:
+        assistant = self.get_assistant(assistant_id)
+        endpoint = MCPEndpoint(assistant, request.user)
+        reply = endpoint.handle_bytes(request.body, protocol_version=request.headers.get("MCP-Protocol-Version"))
+        if reply.body is None:
+            return HttpResponse(status=202)  # only notifications: accepted, nothing to answer
+        body = json.dumps(reply.body, ensure_ascii=False, separators=(",", ":"))
+        return HttpResponse(body, status=reply.status, content_type="application/json")
+
+    def get_assistant(self, assistant_id: str) -> Assistant:
+        try:
+            assistant = Assistant.get(assistant_id)
+        except NotRegistered:
+            raise NotFound(f"No assistant {assistant_id!r}.")
+        if not assistant.has_permission(self.request.user):
+            raise PermissionDenied("You may not use this assistant.")
+        return assistant
+
+    def get_view_description(self, html: bool = False) -> Any:
+        return "MCP Streamable HTTP endpoint"
