@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('toolcalling', '0003_fenced_turns_and_unique_call_ids'),
+        ('toolcalling', '0004_history_indexes'),
     ]
 
     operations = [
