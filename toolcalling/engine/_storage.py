@@ -161,7 +161,7 @@ class Ledger:
         with self.write():
             ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.RUNNING).update(
                 arguments=storable_json(call.arguments), extras=storable_json(call.extras),
-                requires_approval=True, status=call.status,
+                requires_approval=True, approver=call.approver, status=call.status,
             )  # fmt: skip
 
     def answer_call(self, call: ToolCall, *, status: str, result: str, error: str = "") -> Message:
