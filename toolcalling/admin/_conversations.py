@@ -11,6 +11,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from ..models import Conversation, Message, ToolCall
+from ..toolkit import storable
 
 
 def pretty_json(value: Any) -> str:
@@ -72,6 +73,11 @@ class ConversationAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # conversations start in the chat, the API or Assistant.run(), never here
+
+    def save_model(self, request: HttpRequest, obj: Conversation, form: Any, change: bool) -> None:
+        """Write the title alone: a turn may be changing this row's status and totals right now, and the
+        form's copy of them is as old as the page."""
+        Conversation.objects.filter(pk=obj.pk).update(title=storable(obj.title))
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # the audit trail; a site that must delete them overrides this
