@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
 
 
 @checks.register("toolcalling")
@@ -70,6 +71,36 @@ def check_model_endpoint(app_configs: Any = None, **kwargs: Any) -> list[checks.
     ]
 
 
+@checks.register("toolcalling")
+def check_site_url(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    from django.apps import apps
+
+    from .conf import toolcalling_settings as s
+    from .toolkit import tools
+
+    try:
+        site_url = s.SITE_URL
+    except ImproperlyConfigured:
+        return []  # reported by check_settings
+    if site_url or apps.is_installed("django.contrib.sites"):
+        return []
+    gated = sorted(t.name for t in tools.all() if t.requires_approval is not False and t.approver == "staff")
+    if not gated:
+        return []
+    return [
+        checks.Warning(
+            _(
+                "Links to the admin in approval notifications will be relative (e.g. /admin/...), so they "
+                "cannot be opened from a mail client: TOOLCALLING has no SITE_URL and django.contrib.sites "
+                "is not installed. Tools that wait for staff: %(tools)s."
+            )
+            % {"tools": ", ".join(gated)},
+            hint=_('Set TOOLCALLING["SITE_URL"] = "https://your.site", or install django.contrib.sites.'),
+            id="toolcalling.W002",
+        )
+    ]
+
+
 def _site_celery_app() -> Any:
     """The Celery app this process would send tasks with, or None when the site's own app is not loaded.
 
@@ -102,25 +133,35 @@ def check_celery_wiring(app_configs: Any = None, **kwargs: Any) -> list[checks.C
     if gated and app is None:
         messages.append(
             checks.Error(
-                f"Approval-gated tools exist ({', '.join(gated)}), but no Celery app is loaded, so approved calls "
-                "would be sent to Celery's default broker (amqp://localhost) and approval answers "
-                '"the task queue could not be reached".',
-                hint="Create yoursite/celery.py (see the README: it sets DJANGO_SETTINGS_MODULE and calls "
-                "app.config_from_object('django.conf:settings', namespace='CELERY')) and load it in "
-                "yoursite/__init__.py: from .celery import app as celery_app. Without a broker, also set "
-                "CELERY_TASK_ALWAYS_EAGER = True.",
+                _(
+                    "Approval-gated tools exist (%(tools)s), but no Celery app is loaded, so approved calls would "
+                    "be sent to Celery's default broker (amqp://localhost) and approval answers "
+                    '"the task queue could not be reached".'
+                )
+                % {"tools": ", ".join(gated)},
+                hint=_(
+                    "Create yoursite/celery.py (see the README: it sets DJANGO_SETTINGS_MODULE and calls "
+                    "app.config_from_object('django.conf:settings', namespace='CELERY')) and load it in "
+                    "yoursite/__init__.py: from .celery import app as celery_app. Without a broker, also set "
+                    "CELERY_TASK_ALWAYS_EAGER = True."
+                ),
                 id="toolcalling.E004",
             )
         )
     elif gated and not eager and not app.conf.broker_url:
         messages.append(
             checks.Warning(
-                f"Approval-gated tools exist ({', '.join(gated)}), but the Celery app {app.main!r} has no broker "
-                "configured and does not run tasks eagerly, so approved calls go to Celery's default broker "
-                "(amqp://localhost).",
-                hint='Set CELERY_BROKER_URL (e.g. "redis://localhost:6379/0") and run a worker '
-                "(celery -A yoursite worker), or set CELERY_TASK_ALWAYS_EAGER = True to run them in the web process.",
-                id="toolcalling.W002",
+                _(
+                    "Approval-gated tools exist (%(tools)s), but the Celery app %(app)r has no broker configured "
+                    "and does not run tasks eagerly, so approved calls go to Celery's default broker "
+                    "(amqp://localhost)."
+                )
+                % {"tools": ", ".join(gated), "app": app.main},
+                hint=_(
+                    'Set CELERY_BROKER_URL (e.g. "redis://localhost:6379/0") and run a worker (celery -A yoursite '
+                    "worker), or set CELERY_TASK_ALWAYS_EAGER = True to run them in the web process."
+                ),
+                id="toolcalling.W003",
             )
         )
     try:
@@ -130,12 +171,16 @@ def check_celery_wiring(app_configs: Any = None, **kwargs: Any) -> list[checks.C
     if app is not None and not eager and not shared_events:
         messages.append(
             checks.Warning(
-                "Celery tasks run on a worker, but TOOLCALLING has no EVENTS_REDIS_URL, so the worker's events "
-                "(an approved call running, the answer that follows it, background turns) stay in the worker's "
-                "process and the chat page waits for them forever.",
-                hint='Set TOOLCALLING["EVENTS_REDIS_URL"] (or the REDIS_URL environment variable) to a Redis that '
-                'the web and worker processes share, e.g. "redis://localhost:6379/0".',
-                id="toolcalling.W003",
+                _(
+                    "Celery tasks run on a worker, but TOOLCALLING has no EVENTS_REDIS_URL, so the worker's events "
+                    "(an approved call running, the answer that follows it, background turns) stay in the worker's "
+                    "process and the chat page waits for them forever."
+                ),
+                hint=_(
+                    'Set TOOLCALLING["EVENTS_REDIS_URL"] (or the REDIS_URL environment variable) to a Redis that '
+                    'the web and worker processes share, e.g. "redis://localhost:6379/0".'
+                ),
+                id="toolcalling.W004",
             )
         )
     return messages

@@ -6,11 +6,13 @@ CHAT = "/chat/shop/"
 
 
 def sign_in(page: Page, url: str, username: str = "alice", password: str = "alice-demo-pass") -> None:
-    """Open a page that needs a login, fill the login form it redirects to, and land on the page."""
+    """Open a page that needs a login, fill the login form it redirects to, and land on the page with its chat
+    started (keys pressed before the deferred chat.js runs would not reach it)."""
     page.goto(url)
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Sign in").click()
+    page.wait_for_function("() => Boolean(document.querySelector('.tc-chat')?.toolcallingChat)")
 
 
 def no_horizontal_scroll(page: Page) -> bool:

@@ -7,11 +7,19 @@ from playwright.sync_api import Page, expect
 from demo_site.shop.models import Order
 from toolcalling.models import ToolCall
 
+CHAT_STARTED = "() => Boolean(document.querySelector('.tc-chat')?.toolcallingChat)"
+
+# Whether a streaming bubble was ever added: read from the mutation records, because a short answer's bubble can
+# come and go within one task, before an observer could find it in the page.
 STREAM_WATCH = """() => {
   window.sawStreaming = false;
-  new MutationObserver(() => {
-    if (document.querySelector(".tc-streaming")) window.sawStreaming = true;
-  }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  new MutationObserver((records) => {
+    for (const record of records) {
+      for (const node of record.addedNodes) {
+        if (node.classList && node.classList.contains("tc-streaming")) window.sawStreaming = true;
+      }
+    }
+  }).observe(document.body, { subtree: true, childList: true });
 }"""
 
 
@@ -37,6 +45,7 @@ def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(l
     customer = browser.new_context()
     page = customer.new_page()
     sign_in(page, live_server.url + "/chat/shop/", "alice", "alice-demo-pass")
+    page.wait_for_function(CHAT_STARTED)  # keys pressed before the deferred chat.js runs would not reach it
     expect(page.get_by_role("heading", name="Shop helper")).to_be_visible()
     page.evaluate(STREAM_WATCH)
 
@@ -90,6 +99,7 @@ def test_the_chat_escapes_text_and_fits_a_phone(live_server, browser, model, sho
     context = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True)
     page = context.new_page()
     sign_in(page, live_server.url + "/chat/shop/", "alice", "alice-demo-pass")
+    page.wait_for_function(CHAT_STARTED)  # keys pressed before the deferred chat.js runs would not reach it
 
     # Keyboard only: an example question, then Enter.
     page.get_by_role("button", name="Where is my order 20250719-0032?").focus()

@@ -57,6 +57,7 @@ def test_a_lost_connection_keeps_the_text_says_so_and_clears_when_the_server_is_
 @override_toolcalling(MAX_MESSAGE_LENGTH=40)
 def test_the_length_limit_is_known_before_sending_and_an_over_long_message_is_never_lost(page):
     page.reload()  # rendered again under the limit of this test
+    page.wait_for_function("() => Boolean(document.querySelector('.tc-chat')?.toolcallingChat)")
     box = page.get_by_label("Your message")
     notice = page.get_by_role("alert")
     sent = posts(page)
@@ -109,6 +110,7 @@ def test_a_failing_model_is_a_neutral_sentence(page, model):
     # The user's message was stored before the model failed, so it stays on the page and leaves the box.
     expect(page.locator(".tc-messages .tc-user")).to_have_count(1)
     page.reload()
+    page.wait_for_function("() => Boolean(document.querySelector('.tc-chat')?.toolcallingChat)")
     expect(notice).to_have_text("The assistant could not finish this answer. You can send your message again.")
 
 

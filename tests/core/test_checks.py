@@ -20,7 +20,8 @@ SITE = textwrap.dedent(
         INSTALLED_APPS=["django.contrib.auth", "django.contrib.contenttypes", "rest_framework", "toolcalling",
                         *options["apps"]],
         DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
-        USE_TZ=True, SECRET_KEY="x", TOOLCALLING={"OFFLINE_MODEL": True, **options["toolcalling"]},
+        USE_TZ=True, SECRET_KEY="x",
+        TOOLCALLING={"OFFLINE_MODEL": True, "SITE_URL": "https://shop.example", **options["toolcalling"]},
         **options["settings"],
     )
     if options["celery_app"]:  # what yoursite/celery.py does, when yoursite/__init__.py imports it
@@ -29,7 +30,7 @@ SITE = textwrap.dedent(
         app.config_from_object("django.conf:settings", namespace="CELERY")
     django.setup()
     from django.core.checks import run_checks
-    print(json.dumps({m.id: {"msg": m.msg, "hint": m.hint} for m in run_checks(tags=["toolcalling"])}))
+    print(json.dumps({m.id: {"msg": str(m.msg), "hint": str(m.hint)} for m in run_checks(tags=["toolcalling"])}))
     """
 )
 
@@ -62,7 +63,7 @@ def test_a_site_without_gated_tools_needs_no_celery_app():
 def test_gated_tools_with_an_app_but_no_broker_are_a_warning_naming_the_fix():
     found = checks_of(CELERY_TASK_ALWAYS_EAGER=False)
     assert "toolcalling.E004" not in found
-    warning = found["toolcalling.W002"]
+    warning = found["toolcalling.W003"]
     assert "delete_everything" in warning["msg"] and "'yoursite'" in warning["msg"]
     assert "CELERY_BROKER_URL" in warning["hint"] and "CELERY_TASK_ALWAYS_EAGER = True" in warning["hint"]
 
@@ -73,9 +74,9 @@ def test_an_eager_site_without_a_broker_is_fine():
 
 def test_a_worker_without_shared_events_is_a_warning_naming_the_fix():
     found = checks_of(CELERY_BROKER_URL="redis://localhost:6379/0")
-    assert set(found) == {"toolcalling.W003"}
-    assert "EVENTS_REDIS_URL" in found["toolcalling.W003"]["msg"]
-    assert 'TOOLCALLING["EVENTS_REDIS_URL"]' in found["toolcalling.W003"]["hint"]
+    assert set(found) == {"toolcalling.W004"}
+    assert "EVENTS_REDIS_URL" in found["toolcalling.W004"]["msg"]
+    assert 'TOOLCALLING["EVENTS_REDIS_URL"]' in found["toolcalling.W004"]["hint"]
 
 
 def test_a_worker_with_shared_events_is_fine():

@@ -151,6 +151,20 @@ def test_a_rename_writes_the_title_alone(db, alice):
     assert (conversation.title, conversation.status, conversation.total_tokens) == ("New", "idle", 42)
 
 
+def test_the_admin_writes_a_conversations_title_alone(admin_client, alice):
+    conversation = Conversation.objects.create(user=alice, assistant_id="helper", status="running")
+    url = f"/admin/toolcalling/conversation/{conversation.pk}/change/"
+    assert admin_client.get(url).status_code == 200  # the form shows the row as it was
+    Conversation.objects.filter(pk=conversation.pk).update(status="idle", total_tokens=42)  # a turn ended since
+    inlines = {
+        f"{prefix}-{name}": 0 for prefix in ("messages", "tool_calls") for name in ("TOTAL_FORMS", "INITIAL_FORMS")
+    }
+    response = admin_client.post(url, {"title": "Renamed by staff", "_save": "Save", **inlines})
+    assert response.status_code == 302, response.content
+    conversation.refresh_from_db()
+    assert (conversation.title, conversation.status, conversation.total_tokens) == ("Renamed by staff", "idle", 42)
+
+
 @pytest.mark.parametrize("where", ["conversations", "messages", "approve"])
 def test_too_deeply_nested_json_is_a_400(api, conversation, where):
     body = "[" * 100_000 + "]" * 100_000

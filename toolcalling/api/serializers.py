@@ -8,6 +8,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
+from .. import approval
 from ..conf import toolcalling_settings
 from ..exceptions import NotRegistered
 from ..models import Conversation, Message, ToolCall
@@ -31,6 +32,9 @@ class ToolCallStatusField(serializers.ChoiceField):
 class ToolCallSerializer(serializers.ModelSerializer):
     status = ToolCallStatusField(read_only=True)
     label = serializers.SerializerMethodField(help_text="What end users see instead of the tool's name.")
+    preview = serializers.SerializerMethodField(
+        help_text="For someone who may decide this waiting call: its tool's approval_preview, computed now."
+    )
 
     class Meta:
         model = ToolCall
@@ -45,6 +49,8 @@ class ToolCallSerializer(serializers.ModelSerializer):
             "result",
             "error",
             "requires_approval",
+            "approver",
+            "preview",
             "decision_reason",
             "decided_at",
             "created_at",
@@ -54,6 +60,16 @@ class ToolCallSerializer(serializers.ModelSerializer):
 
     def get_label(self, call: ToolCall) -> str:
         return tool_label(call.name)
+
+    def get_preview(self, call: ToolCall) -> dict[str, Any] | None:
+        """``{"value": text or data, "error": ""}`` while the call waits and the reader may decide it."""
+        request = self.context.get("request")
+        if request is None or call.status != ToolCall.Status.AWAITING_APPROVAL:
+            return None
+        if not approval.may_decide(call, request.user):
+            return None
+        found = approval.preview(call)
+        return found.as_data() if found is not None else None
 
 
 class ApprovalToolCallSerializer(ToolCallSerializer):

@@ -7,51 +7,13 @@ from typing import Any
 from django import template
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
-from django.utils.translation import gettext
+from django.utils.translation import gettext as _
 
 from ..conf import toolcalling_settings
 from ..exceptions import NotRegistered
 from ..toolkit import assistants
 
 register = template.Library()
-
-
-def chat_texts() -> dict[str, str]:
-    """Every sentence chat.js may show, translated here (``{name}`` marks a value the page fills in)."""
-    return {
-        "you": gettext("You: "),
-        "assistant": gettext("Assistant: "),
-        "untitled": gettext("New conversation"),
-        "toolsUsed": gettext("Tools used"),
-        "thinking": gettext("Thinking…"),
-        "using": gettext("Using: {tool}…"),
-        "toolStatus": gettext("{tool}: {status}"),
-        # How a call went, in words for the people the assistant serves.
-        "status.running": gettext("running"),
-        "status.succeeded": gettext("done"),
-        "status.failed": gettext("did not work"),
-        "status.awaiting_approval": gettext("waiting for approval"),
-        "status.approved": gettext("approved"),
-        "status.rejected": gettext("declined"),
-        "status.cancelled": gettext("withdrawn"),
-        "status.expired": gettext("not decided in time"),
-        "waiting": gettext("A staff member has to confirm this before it runs:"),
-        "approvedRunning": gettext("A staff member approved it; it is running now:"),
-        "decided": gettext("{tool}: {status}."),
-        "withdrawn": gettext("The request was withdrawn."),
-        "turnFailed": gettext("The assistant could not finish this answer. You can send your message again."),
-        "offlineUnsent": gettext(
-            "The connection to the server was lost, so your message was not sent; it is still in the box. "
-            "Trying to reconnect…"
-        ),
-        "offline": gettext("The connection to the server was lost. Trying to reconnect…"),
-        "counter": gettext("{count} of {limit} characters"),
-        "tooLong": gettext(
-            "Your message has {count} characters, more than the {limit} allowed. Shorten it, then send it again."
-        ),
-        "serverError": gettext("Something went wrong on the server (error {status}). Please try again in a moment."),
-        "refused": gettext("The server could not accept this (error {status})."),
-    }
 
 
 @register.inclusion_tag("toolcalling/chat.html", takes_context=True)
@@ -74,10 +36,59 @@ def toolcalling_chat(
         "assistant": assistant,
         "allowed": user is not None and user.is_authenticated and assistant.has_permission(user),
         "api_url": reverse("toolcalling:conversation-list"),
+        "tool_calls_url": reverse("toolcalling:toolcall-list"),
+        "texts": chat_texts(),
         "placeholder": placeholder or f"Message {assistant.name}",
         "examples": [e.strip() for e in examples.split("|") if e.strip()],
         "element_id": f"toolcalling-chat-{assistant.id}",
         "texts_id": f"toolcalling-chat-{assistant.id}-texts",
         "max_length": toolcalling_settings.MAX_MESSAGE_LENGTH,
-        "texts": chat_texts(),
+    }
+
+
+def chat_texts() -> dict[str, str]:
+    """Every sentence chat.js and confirm.js may show, translated here (``%(name)s`` placeholders are filled in
+    by the script)."""
+    return {
+        "you": _("You: "),
+        "assistant": _("Assistant: "),
+        "untitled": _("New conversation"),
+        "toolsUsed": _("Tools used"),
+        "thinking": _("Thinking…"),
+        "using": _("Using: %(tool)s…"),
+        "toolStatus": _("%(tool)s: %(status)s"),
+        # How a call went, in words for the people the assistant serves.
+        "status.running": _("running"),
+        "status.succeeded": _("done"),
+        "status.failed": _("did not work"),
+        "status.awaiting_approval": _("waiting for approval"),
+        "status.approved": _("approved"),
+        "status.rejected": _("declined"),
+        "status.cancelled": _("withdrawn"),
+        "status.expired": _("not decided in time"),
+        "withdrawn": _("The request was withdrawn."),
+        "turnFailed": _("The assistant could not finish this answer. You can send your message again."),
+        "offlineUnsent": _(
+            "The connection to the server was lost, so your message was not sent; it is still in the box. "
+            "Trying to reconnect…"
+        ),
+        "offline": _("The connection to the server was lost. Trying to reconnect…"),
+        "counter": _("%(count)s of %(limit)s characters"),
+        "tooLong": _(
+            "Your message has %(count)s characters, more than the %(limit)s allowed. Shorten it, then send it again."
+        ),
+        "serverError": _("Something went wrong on the server (error %(status)s). Please try again in a moment."),
+        "refused": _("The server could not accept this (error %(status)s)."),
+        "waitingStaff": _("Waiting for staff approval."),
+        "waitingUser": _("Your confirmation is needed."),
+        "staffText": _("A staff member has to confirm this before it runs:"),
+        "userText": _("Confirm or decline before it runs:"),
+        "approvedByStaff": _("A staff member approved it; it is running now:"),
+        "approvedByUser": _("You confirmed it; it is running now:"),
+        "decided": _("%(name)s was %(status)s."),
+        "confirm": _("Confirm"),
+        "decline": _("Decline"),
+        "confirmed": _("Confirmed."),
+        "declined": _("Declined."),
+        "previewFailed": _("The preview failed: %(error)s"),
     }

@@ -21,6 +21,8 @@ from ._text import storable_json
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 ApprovalRule = bool | Callable[[ToolContext, dict[str, Any]], bool]
+ApprovalPreview = Callable[[ToolContext, dict[str, Any]], Any]
+APPROVERS = ("staff", "user")
 
 
 def humanise(name: str) -> str:
@@ -64,7 +66,11 @@ class Tool:
     label: str = ""
     """What end users see instead of the name (may be a lazy translation); default: the name, humanised."""
     requires_approval: ApprovalRule = False
-    """True, or ``(ctx, args) -> bool``: the call waits for a staff decision before it runs."""
+    """True, or ``(ctx, args) -> bool``: the call waits for a decision before it runs."""
+    approval_preview: ApprovalPreview | None = None
+    """``(ctx, args) -> str | dict``: what approvers see of the current state when they look at a waiting call."""
+    approver: str = "staff"
+    """Who decides a gated call: ``"staff"`` (the approve permission) or ``"user"`` (the conversation's user)."""
     return_direct: bool = False
     """The result is the reply; the model is not asked again (when every call of an answer is direct)."""
     permissions: tuple[str, ...] = ()
@@ -128,6 +134,8 @@ def make_tool(
     description: str | None = None,
     label: str | None = None,
     requires_approval: ApprovalRule = False,
+    approval_preview: ApprovalPreview | None = None,
+    approver: str = "staff",
     return_direct: bool = False,
     permissions: Sequence[str] = (),
 ) -> Tool:
@@ -147,6 +155,12 @@ def make_tool(
         problems.append("label must not be empty: leave it out to show the name, humanised")
     if not (isinstance(requires_approval, bool) or callable(requires_approval)):
         problems.append("requires_approval must be a bool or a callable (ctx, args) -> bool")
+    if approval_preview is not None and not callable(approval_preview):
+        problems.append("approval_preview must be a callable (ctx, args) -> str | dict")
+    if approver not in APPROVERS:
+        problems.append(f"approver must be one of {', '.join(map(repr, APPROVERS))}, not {approver!r}")
+    if requires_approval is False and (approval_preview is not None or approver != "staff"):
+        problems.append("approval_preview and approver apply only to a tool with requires_approval")
     try:
         model, context_param = build_arguments_model(func, tool_name if not problems else "tool", param_docs)
         parameters = json_schema(model)
@@ -162,6 +176,8 @@ def make_tool(
         description=text,
         label=humanise(tool_name) if label is None else label,
         requires_approval=requires_approval,
+        approval_preview=approval_preview,
+        approver=approver,
         return_direct=return_direct,
         permissions=tuple(permissions),
         arguments_model=model,
@@ -180,6 +196,8 @@ def tool(
     description: str | None = None,
     label: str | None = None,
     requires_approval: ApprovalRule = False,
+    approval_preview: ApprovalPreview | None = None,
+    approver: str = "staff",
     return_direct: bool = False,
     permissions: Sequence[str] = (),
 ) -> Callable[[Callable[..., Any]], Tool]: ...
@@ -192,6 +210,8 @@ def tool(
     description: str | None = None,
     label: str | None = None,
     requires_approval: ApprovalRule = False,
+    approval_preview: ApprovalPreview | None = None,
+    approver: str = "staff",
     return_direct: bool = False,
     permissions: Sequence[str] = (),
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
@@ -204,6 +224,8 @@ def tool(
             description=description,
             label=label,
             requires_approval=requires_approval,
+            approval_preview=approval_preview,
+            approver=approver,
             return_direct=return_direct,
             permissions=permissions,
         )

@@ -6,6 +6,7 @@
 (function () {
   const STREAM = "text/event-stream";
   const readEvents = window.toolcallingReadEvents; // from sse.js, loaded first
+  const confirm = window.toolcallingConfirm; // from confirm.js: the user's own Confirm / Decline
   const RECONNECT_MAX_MS = 10000;
   // Turn errors whose detail may quote a tool's exception or the model endpoint: end users get a neutral sentence.
   const TURN_ERRORS = new Set([
@@ -49,7 +50,7 @@
       this.api = root.dataset.api;
       this.assistant = root.dataset.assistant;
       this.maxLength = Number(root.dataset.maxLength) || Infinity;
-      this.texts = JSON.parse(root.querySelector('script[type="application/json"]').textContent);
+      this.texts = confirm.texts(root);
       const $ = (selector) => root.querySelector(selector);
       this.els = {
         list: $(".tc-list"),
@@ -57,7 +58,9 @@
         messages: $(".tc-messages"),
         activity: $(".tc-activity"),
         waiting: $(".tc-waiting"),
+        waitingTitle: $(".tc-waiting-title"),
         waitingText: $(".tc-waiting-text"),
+        withdraw: $(".tc-withdraw"),
         waitingCalls: $(".tc-waiting-calls"),
         form: $(".tc-composer"),
         input: $(".tc-composer textarea"),
@@ -77,9 +80,9 @@
       this.wire();
     }
 
-    // "Using: {tool}…" with {tool} filled in.
+    // "Using %(tool)s…" with {tool: ...}: the catalog keeps Python's placeholders, which translators know.
     t(key, values = {}) {
-      return (this.texts[key] || key).replace(/\{(\w+)\}/g, (match, name) => (name in values ? values[name] : match));
+      return confirm.fill(this.texts[key] || key, values);
     }
 
     statusText = (status) => this.texts[`status.${status}`] || words(status);
@@ -362,8 +365,8 @@
           if (!this.els.waiting.hidden) {
             this.els.waitingText.textContent =
               data.status === "approved"
-                ? this.t("approvedRunning")
-                : this.t("decided", { tool: callLabel(data), status: this.statusText(data.status) });
+                ? this.t(data.approver === "user" ? "approvedByUser" : "approvedByStaff")
+                : this.t("decided", { name: callLabel(data), status: this.statusText(data.status) });
           }
           break;
         case "error":
@@ -483,8 +486,17 @@
 
     showWaiting(calls) {
       this.status = "awaiting_approval";
-      this.els.waitingText.textContent = this.t("waiting");
-      this.els.waitingCalls.replaceChildren(...calls.map((call) => el("li", null, this.describeWaiting(call))));
+      const mine = calls.length > 0 && calls.every((call) => call.approver === "user");
+      this.els.waitingTitle.textContent = this.t(mine ? "waitingUser" : "waitingStaff");
+      this.els.waitingText.textContent = this.t(mine ? "userText" : "staffText");
+      this.els.withdraw.hidden = mine; // Decline answers the model; withdrawing is for calls staff decide
+      this.els.waitingCalls.replaceChildren(
+        ...calls.map((call) => {
+          const item = el("li", null, this.describeWaiting(call));
+          if (call.approver === "user") item.append(confirm.controls(this, call, this.describeWaiting(call)));
+          return item;
+        }),
+      );
       this.els.waiting.hidden = false;
       this.setSending(this.sending);
     }
