@@ -52,6 +52,12 @@ def test_the_user_confirms_their_own_call_and_the_model_answers(
     model.assert_done()
 
 
+def test_a_new_message_while_the_user_must_confirm_says_so(api, ops, confirmable):
+    response = api.post(f"{URL}conversations/{ops['id']}/messages/", {"content": "hello?"}, format="json")
+    assert response.status_code == 409 and response.json()["code"] == "conversation_busy"
+    assert response.json()["detail"] == "A tool call waits for you to confirm or decline it first."
+
+
 def test_the_user_declines_and_the_model_is_told_the_user_declined(
     api, ops, confirmable, model, django_capture_on_commit_callbacks
 ):

@@ -22,3 +22,11 @@ class ClerkAssistant(Assistant):
     name = "Clerk"
     permission = "approvalapp.view_counter"
     tools = ["bump"]
+
+
+class StamperAssistant(Assistant):
+    """For bench/approval_latency.py: one gated tool that writes down when it started."""
+
+    id = "stamper"
+    name = "Stamper"
+    tools = ["stamp"]

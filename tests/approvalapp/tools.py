@@ -84,3 +84,22 @@ def reset(ctx: ToolContext, name: str) -> str:
     counter, _ = Counter.objects.get_or_create(name=f"reset-{name}")
     Counter.objects.filter(pk=counter.pk).update(value=F("value") + 1)
     return f"reset {name}"
+
+
+def stamp_path(key: str) -> str:
+    """Where ``stamp`` writes: the run's directory, shared by the test process and its workers."""
+    directory = os.path.join(os.environ.get("TOOLCALLING_TEST_VAR", "/tmp"), "stamps")
+    os.makedirs(directory, exist_ok=True)
+    return os.path.join(directory, key)
+
+
+@tool(requires_approval=True)
+def stamp(key: str) -> str:
+    """Write down when the tool started (bench/approval_latency.py times approvals with it).
+
+    Args:
+        key: The name of the stamp.
+    """
+    with open(stamp_path(key), "w") as out:
+        out.write(repr(time.time()))
+    return "stamped"
