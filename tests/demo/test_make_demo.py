@@ -62,8 +62,13 @@ def make_demo(workdir: Path, **env: str) -> Iterator[tuple[int, Path]]:
         assert process.poll() is None, log.read_text()
         yield port, log
     finally:
-        os.killpg(process.pid, signal.SIGTERM)  # make, its shell and runserver with its reloader child
-        process.wait(timeout=30)
+        # Ctrl-C, as a user stops it, to the whole group: make, its shell, runserver and its reloader child.
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
 
 
 def test_make_demo_listens_on_this_machine_only_and_the_readme_curl_examples_work(tmp_path):
