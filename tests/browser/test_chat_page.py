@@ -28,6 +28,12 @@ def sign_in(page: Page, url: str, username: str, password: str, button: str = "S
     page.get_by_role("button", name=button).click()
 
 
+def wait_for_chat(page: Page) -> None:
+    """Until chat.js (a deferred script) has wired the chat: a key pressed before that does nothing."""
+    page.locator(".tc-chat").wait_for()  # the chat page, after the login's redirect
+    page.wait_for_function("() => document.querySelector('.tc-chat')?.toolcallingChat !== undefined")
+
+
 def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(live_server, browser, model, shop):
     model.call("get_order_status", {"order_no": "20250719-0032"})
     model.reply("Order 20250719-0032 has shipped; it should arrive on 23 July 2025.")
@@ -38,6 +44,7 @@ def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(l
     page = customer.new_page()
     sign_in(page, live_server.url + "/chat/shop/", "alice", "alice-demo-pass")
     expect(page.get_by_role("heading", name="Shop helper")).to_be_visible()
+    wait_for_chat(page)
     page.evaluate(STREAM_WATCH)
 
     # Ask about an order: the answer streams in and the tool used is shown with its outcome.
@@ -87,6 +94,7 @@ def test_the_chat_escapes_text_and_fits_a_phone(live_server, browser, model, sho
     context = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True)
     page = context.new_page()
     sign_in(page, live_server.url + "/chat/shop/", "alice", "alice-demo-pass")
+    wait_for_chat(page)
 
     # Keyboard only: an example question, then Enter.
     page.get_by_role("button", name="Where is my order 20250719-0032?").focus()
