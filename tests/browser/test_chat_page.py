@@ -7,11 +7,17 @@ from playwright.sync_api import Page, expect
 from demo_site.shop.models import Order
 from toolcalling.models import ToolCall
 
+# Whether a streaming bubble was ever added, judged from the mutation records: on a busy machine the
+# whole answer may arrive in one read, and the bubble then comes and goes before the observer runs.
 STREAM_WATCH = """() => {
   window.sawStreaming = false;
-  new MutationObserver(() => {
-    if (document.querySelector(".tc-streaming")) window.sawStreaming = true;
-  }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  new MutationObserver((records) => {
+    for (const record of records) {
+      for (const node of record.addedNodes) {
+        if (node.nodeType === Node.ELEMENT_NODE && node.matches(".tc-streaming")) window.sawStreaming = true;
+      }
+    }
+  }).observe(document.body, { subtree: true, childList: true });
 }"""
 
 
