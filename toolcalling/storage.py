@@ -132,7 +132,9 @@ def answer_call(call: ToolCall, *, status: str, result: str, error: str = "") ->
     call.error = error
     call.finished_at = now
     if call.started_at:
-        call.duration_ms = max(0, int((now - call.started_at).total_seconds() * 1000))
+        # At most the column's maximum on PostgreSQL and MySQL (2**31 - 1 ms, about 24.8 days): a run the sweep
+        # fails long after its worker died is still recorded instead of failing the sweep on every pass.
+        call.duration_ms = min(2**31 - 1, max(0, int((now - call.started_at).total_seconds() * 1000)))
     with transaction.atomic():
         call.save(
             update_fields=[
