@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from .conf import toolcalling_settings
 from .exceptions import NotRegistered
 from .models import Conversation, Message, ToolCall
-from .registry import assistants
+from .registry import assistants, tools
+
+
+def in_parameter_order(tool_name: str, arguments: Any) -> Any:
+    """Arguments in the order of the tool's parameters (unknown keys after them): the stored order is the
+    database's (PostgreSQL's jsonb keeps none), and the API and the chat page show the same on every one."""
+    try:
+        parameters = tools.get(tool_name).parameters.get("properties", {})
+    except NotRegistered:
+        return arguments
+    if not isinstance(arguments, dict):
+        return arguments
+    return {**{key: arguments[key] for key in parameters if key in arguments}, **arguments}
 
 
 class ToolCallSerializer(serializers.ModelSerializer):
@@ -29,6 +43,12 @@ class ToolCallSerializer(serializers.ModelSerializer):
             "finished_at",
         ]
         read_only_fields = fields
+
+    def to_representation(self, instance: ToolCall) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        for key in ("arguments", "original_arguments"):
+            data[key] = in_parameter_order(instance.name, data[key])
+        return data
 
 
 class ApprovalToolCallSerializer(ToolCallSerializer):
