@@ -71,6 +71,38 @@ def redis_server(workdir: Path, port: int) -> Iterator[str]:
         process.wait(timeout=10)
 
 
+def drop_celery_connections() -> None:
+    """Close this process's broker connections; Celery apps open new ones for their current ``broker_url``.
+
+    An app keeps the connection and producer pools of the broker it published to first (kombu keeps them
+    per broker, process-wide): a test that changes ``broker_url`` without this still publishes to the old
+    broker, and leaves its own to the tests after it. This is what Celery does after a fork.
+    """
+    import kombu.pools
+    from celery._state import _get_active_apps
+
+    kombu.pools.reset()  # closes every pooled connection and forgets the pools
+    for app in list(_get_active_apps()):
+        app._pool = None
+        amqp = app.__dict__.get("amqp")  # a cached property: absent until first used
+        if amqp is not None:
+            amqp._producer_pool = None
+
+
+@contextmanager
+def celery_conf(app: Any, **conf: Any) -> Iterator[None]:
+    """Run the block with these Celery settings (a broker URL, eager mode ...) and fresh connections,
+    then put the settings back and drop the block's connections, whatever happened in it."""
+    saved = {key: app.conf[key] for key in conf}
+    app.conf.update(conf)
+    drop_celery_connections()
+    try:
+        yield
+    finally:
+        app.conf.update(saved)
+        drop_celery_connections()
+
+
 class Switchboard:
     """A responder that forwards to the current test's ScriptedModel, so one model server serves a worker
     for many tests (the worker reads its base URL once, at start)."""

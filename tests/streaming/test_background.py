@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests import services
 from tests.celery_app import app as celery_app
 from toolcalling.models import Conversation, Message
 
@@ -34,16 +35,11 @@ def test_background_turn_is_refused_while_busy(model, conv, api):
 
 
 def test_an_unreachable_broker_releases_the_conversation(model, conv, api):
-    keys = ("task_always_eager", "broker_url", "broker_transport_options")
-    saved = {key: celery_app.conf[key] for key in keys}
-    # Nothing listens on port 9: publishing the task fails at once.
-    celery_app.conf.update(
-        task_always_eager=False, broker_url="redis://127.0.0.1:9/0", broker_transport_options={"max_retries": 0}
-    )
-    try:
+    # Nothing listens on port 9: publishing the task fails at once. Fresh connections on the way in and
+    # out, so the task is not sent to a broker an earlier test used, and later tests do not get port 9.
+    unreachable = {"broker_url": "redis://127.0.0.1:9/0", "broker_transport_options": {"max_retries": 0}}
+    with services.celery_conf(celery_app, task_always_eager=False, **unreachable):
         response = api.post(URL.format(conv.pk), {"content": "hi", "background": True}, format="json")
-    finally:
-        celery_app.conf.update(saved)
     assert response.status_code == 503 and response.json()["code"] == "queue_unavailable"
     conv.refresh_from_db()
     assert conv.status == "idle"
