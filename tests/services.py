@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,6 +17,21 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_directory() -> Path:
+    """This run's directory for what the tests write (the SQLite files, PostgreSQL's cluster), outside the checkout.
+
+    The first process that asks makes a temporary directory and removes it when it exits; the processes it
+    starts (Celery workers, helper scripts) inherit ``TOOLCALLING_TEST_VAR`` and use the same one.
+    """
+    inherited = os.environ.get("TOOLCALLING_TEST_VAR")
+    if inherited:
+        return Path(inherited)
+    path = tempfile.mkdtemp(prefix="toolcalling-tests-")
+    os.environ["TOOLCALLING_TEST_VAR"] = path
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return Path(path)
 
 
 def free_port() -> int:

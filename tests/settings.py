@@ -1,13 +1,11 @@
 """Settings of the test site: the app plus a tiny test app with its own tools and assistants."""
 
 import os
-from pathlib import Path
 
-from tests.services import free_port
+from tests.services import free_port, run_directory
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("TOOLCALLING_TEST_VAR", BASE_DIR / "var" / "test"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+# A temporary directory of this run, outside the checkout; worker processes inherit it (TOOLCALLING_TEST_VAR).
+VAR_DIR = run_directory()
 
 SECRET_KEY = "tests-only"
 DEBUG = False
