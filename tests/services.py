@@ -34,6 +34,20 @@ def run_directory() -> Path:
     return Path(path)
 
 
+def on_ci() -> bool:
+    """Whether this run is CI's (``CI=true``, as CI services set it), where a missing service is an error."""
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def unavailable(message: str) -> None:
+    """A service a test needs cannot be had: a failure on CI, where a skip would hide it; a skip elsewhere."""
+    import pytest
+
+    if on_ci():
+        pytest.fail(f"{message} (CI=true: a missing service fails the run)", pytrace=False)
+    pytest.skip(message)
+
+
 def free_port() -> int:
     """A port nobody listens on now, so parallel test runs on one machine never share a server."""
     with socket.socket() as sock:
@@ -56,12 +70,11 @@ def wait_until(check: Callable[[], Any], *, timeout: float = 30.0, what: str = "
 @contextmanager
 def redis_server(workdir: Path, port: int) -> Iterator[str]:
     """A private redis-server without persistence; yields ``redis://127.0.0.1:<port>``."""
-    import pytest
     import redis
 
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
     if not os.path.exists(binary):
-        pytest.skip("redis-server is not installed (apt-get install -y redis-server)")
+        unavailable("redis-server is not installed (apt-get install -y redis-server)")
     log = workdir / "redis.log"
     process = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir)]
