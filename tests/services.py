@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -99,6 +100,84 @@ def redis_server(workdir: Path, port: int) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+POSTGRES_USER = "toolcalling"  # the cluster's superuser, whoever runs it
+
+
+def postgres_bindir() -> Path | None:
+    """Where ``initdb`` and ``postgres`` are: on PATH, or Debian's /usr/lib/postgresql/<version>/bin (newest)."""
+    initdb = shutil.which("initdb")
+    if initdb and shutil.which("postgres"):
+        return Path(initdb).parent
+    versions = [p.parent for p in Path("/usr/lib/postgresql").glob("*/bin/postgres") if p.parent.parent.name.isdigit()]
+    return max(versions, key=lambda bindir: int(bindir.parent.name), default=None)
+
+
+@contextmanager
+def postgres_server(directory: Path) -> Iterator[Path]:
+    """A private PostgreSQL cluster in ``directory`` (made here), reached only through its socket there.
+
+    No TCP port, so parallel runs never meet; no durability (fsync off), since the cluster is thrown
+    away. initdb and postgres refuse to run as root: as root they run as the ``postgres`` system user,
+    which then owns ``directory``. Yields the socket directory, the ``HOST`` of Django's settings.
+    """
+    bindir = postgres_bindir()
+    if bindir is None:
+        unavailable("PostgreSQL is not installed (apt-get install -y postgresql)")
+    run_as: dict[str, Any] = {}
+    directory.mkdir()
+    if os.geteuid() == 0:
+        try:
+            account = pwd.getpwnam("postgres")
+        except KeyError:
+            unavailable("there is no postgres user to run PostgreSQL as (apt-get install -y postgresql)")
+        run_as = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+        os.chown(directory, account.pw_uid, account.pw_gid)
+        # The postgres user must reach its directory through this run's (root-only) one: traversal, no listing.
+        os.chmod(directory.parent, os.stat(directory.parent).st_mode | 0o111)
+    data, log = directory / "data", directory / "postgres.log"
+    initdb = subprocess.run(
+        [str(bindir / "initdb"), "-D", str(data), "-U", POSTGRES_USER, "--auth=trust", "--encoding=UTF8"]
+        + ["--no-locale", "--no-sync"],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        **run_as,
+    )
+    if initdb.returncode != 0:
+        raise RuntimeError(f"initdb failed:\n{initdb.stdout}{initdb.stderr}")
+    settings = ["listen_addresses=", "fsync=off", "synchronous_commit=off", "full_page_writes=off"]
+    settings += ["max_connections=200"]  # live servers, turn threads and Celery workers each hold one
+    process = subprocess.Popen(
+        [str(bindir / "postgres"), "-D", str(data), "-k", str(directory), *(f"-c{s}" for s in settings)],
+        cwd=directory,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        **run_as,
+    )
+
+    def ready() -> bool:
+        import psycopg
+
+        if process.poll() is not None:
+            raise RuntimeError(f"postgres exited: {log.read_text()}")
+        try:
+            psycopg.connect(host=str(directory), user=POSTGRES_USER, dbname="postgres", connect_timeout=5).close()
+            return True
+        except psycopg.OperationalError:
+            return False
+
+    try:
+        wait_until(ready, timeout=60, what="postgres")
+        yield directory
+    finally:
+        process.send_signal(signal.SIGINT)  # fast shutdown: clients are disconnected, nothing is kept
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
 
 
 def drop_celery_connections() -> None:
