@@ -1,5 +1,6 @@
 """Shared fixtures: users, an API client, and a strict scripted model served over HTTP."""
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,6 +45,30 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -
         return
     with services.postgres_server(Path(settings.DATABASES["default"]["HOST"])):
         yield
+
+
+def live_server_requests(server) -> list[threading.Thread]:
+    """The live server's request threads still running (ThreadingMixIn starts one per connection)."""
+    httpd = server.thread.httpd
+    return [t for t in threading.enumerate() if getattr(getattr(t, "_target", None), "__self__", None) is httpd]
+
+
+@pytest.fixture(autouse=True)
+def requests_end_with_their_test(request) -> Iterator[None]:
+    """After a live-server test, until the server's requests have ended, before the database is cleaned.
+
+    A stream whose reader left ends when its next keepalive cannot be written; tests that leave one open
+    use a short EVENTS_KEEPALIVE. Without this its thread would run on into later tests, and fail there.
+    """
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    server = request.getfixturevalue("live_server")
+    request.getfixturevalue("transactional_db")  # set up first, so cleaned after this waited
+    yield
+    # 20 s: less than two default keepalives (15 s), so a test that forgot a short one fails here, every time.
+    what = "the live server's requests to end (does a stream whose reader left have a short EVENTS_KEEPALIVE?)"
+    services.wait_until(lambda: not live_server_requests(server), timeout=20, what=what)
 
 
 @pytest.fixture

@@ -40,6 +40,7 @@ def wait_for_chat(page: Page) -> None:
     page.wait_for_function("() => document.querySelector('.tc-chat')?.toolcallingChat !== undefined")
 
 
+@pytest.mark.toolcalling(EVENTS_KEEPALIVE=0.2)  # the page's streams end soon after it closes
 def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(live_server, browser, model, shop):
     model.call("get_order_status", {"order_no": "20250719-0032"})
     model.reply("Order 20250719-0032 has shipped; it should arrive on 23 July 2025.")
@@ -95,6 +96,7 @@ def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(l
     staff.close()
 
 
+@pytest.mark.toolcalling(EVENTS_KEEPALIVE=0.2)  # the page's streams end soon after it closes
 def test_the_chat_escapes_text_and_fits_a_phone(live_server, browser, model, shop):
     model.reply('<img src=x onerror="window.injected=1"> <b>not bold</b>')
     context = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True)

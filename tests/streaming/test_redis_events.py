@@ -14,6 +14,7 @@ import redis
 from tests.services import wait_until
 from toolcalling import events
 from toolcalling.models import Message
+from toolcalling.testutils import override_toolcalling
 
 from .helpers import AUTH, SSE, Stream, parse, post_streamed
 
@@ -94,7 +95,8 @@ def test_a_streamed_turn_through_redis_is_readable_from_another_process(live_ser
 
 def test_an_event_published_by_another_process_reaches_a_waiting_reader(live_server, conv, redis_events):
     url = f"{live_server.url}/api/toolcalling/conversations/{conv.pk}/events/"
-    with httpx2.Client(auth=AUTH, timeout=30) as client:
+    # A short keepalive: the stream this reader leaves ends soon after it.
+    with override_toolcalling(EVENTS_KEEPALIVE=0.1), httpx2.Client(auth=AUTH, timeout=30) as client:
         with client.stream("GET", url, headers=SSE) as response:
             lines = response.iter_lines()
             assert next(lines) == "retry: 2000"  # the reader is subscribed once the stream has begun

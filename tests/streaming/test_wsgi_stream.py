@@ -102,6 +102,7 @@ def test_a_gated_call_streams_the_waiting_state(live_server, model, conv):
     assert stream.events[-1].data["status"] == "awaiting_approval"
 
 
+@pytest.mark.toolcalling(EVENTS_KEEPALIVE=0.1)  # the streams left behind end soon after their readers
 def test_a_reader_that_hangs_up_loses_nothing(live_server, model, conv):
     gate = threading.Event()
     model.call("add", {"a": 1, "b": 1})
