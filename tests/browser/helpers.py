@@ -1,6 +1,11 @@
 """What the browser tests share: signing in through the site's login page, and the demo shop's data."""
 
+from collections.abc import Iterator
+
+import pytest
 from playwright.sync_api import Page
+
+from toolcalling.testutils import override_toolcalling
 
 CHAT = "/chat/shop/"
 
@@ -17,3 +22,10 @@ def sign_in(page: Page, url: str, username: str = "alice", password: str = "alic
 
 def no_horizontal_scroll(page: Page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+@pytest.fixture
+def short_keepalive() -> Iterator[None]:
+    """The page's event streams end soon after the page closes, so the test's live-server requests end with it."""
+    with override_toolcalling(EVENTS_KEEPALIVE=0.2):
+        yield

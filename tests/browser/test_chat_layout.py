@@ -6,9 +6,16 @@ from django.core.management import call_command
 from playwright.sync_api import expect
 from rest_framework.pagination import PageNumberPagination
 
-from tests.browser.helpers import CHAT, no_horizontal_scroll, sign_in
+from tests.browser.helpers import (
+    CHAT,
+    no_horizontal_scroll,
+    short_keepalive,  # noqa: F401  (a fixture, used by name below)
+    sign_in,
+)
 from toolcalling.api.views import ConversationViewSet
 from toolcalling.models import Conversation, Message
+
+pytestmark = pytest.mark.usefixtures("short_keepalive")
 
 
 @pytest.fixture

@@ -4,11 +4,18 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import Page, expect
 
-from tests.browser.helpers import CHAT, sign_in
+from tests.browser.helpers import (
+    CHAT,
+    short_keepalive,  # noqa: F401  (a fixture, used by name below)
+    sign_in,
+)
 from toolcalling.models import ToolCall
 from toolcalling.testutils import override_toolcalling
 
 API = "**/api/toolcalling/**"
+
+
+pytestmark = pytest.mark.usefixtures("short_keepalive")
 
 
 @pytest.fixture
