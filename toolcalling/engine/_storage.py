@@ -220,41 +220,26 @@ def history_items(
     """Stored messages as ``(id, Chat Completions message)``, oldest first: all of them, or with ``limit`` the
     ``limit`` newest before the id ``before``. Read as plain values, not model instances: a turn reads its
     history on every message, and long histories must stay cheap."""
-    columns = ("id", "role", "content", "tool_call_id")
-    where = {"conversation": conversation.pk}
-    below = ("id", before) if before is not None else None
-    if limit is None:
-        messages = sql.select(Message, columns, where=where, below=below, order=["id"])
-    else:
-        messages = sql.select(Message, columns, where=where, below=below, order=["id"], descending=True, limit=limit)
-        messages.reverse()
-    if not messages:
-        return []
-    by_message: dict[int, list[dict[str, Any]]] = {}
-    calls = sql.select(
-        ToolCall,
-        ("message", "call_id", "name", "raw_arguments"),
-        where=where,
-        between=("message", messages[0][0], messages[-1][0]),
-        order=["message", "index"],
-    )
-    for message_id, call_id, name, arguments in calls:
-        by_message.setdefault(message_id, []).append(
-            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments or "{}"}}
-        )
-    items = []
-    for message_id, role, content, tool_call_id in messages:
-        if role == Message.Role.TOOL:
-            item: dict[str, Any] = {"role": "tool", "tool_call_id": tool_call_id, "content": content}
+    items: list[tuple[int, dict[str, Any]]] = []
+    for message_id, role, content, tool_call_id, call_id, name, arguments in sql.history(
+        conversation.pk, before=before, limit=limit
+    ):
+        if items and items[-1][0] == message_id:  # another call of the same assistant message
+            item = items[-1][1]
+        elif role == Message.Role.TOOL:
+            item = {"role": "tool", "tool_call_id": tool_call_id, "content": content}
+            items.append((message_id, item))
         elif role == Message.Role.ASSISTANT:
             item = {"role": "assistant", "content": content or None}
-            if message_id in by_message:
-                item["tool_calls"] = by_message[message_id]
-            elif item["content"] is None:
-                item["content"] = ""
+            items.append((message_id, item))
         else:
             item = {"role": role, "content": content}
-        items.append((message_id, item))
+            items.append((message_id, item))
+        if call_id is not None:
+            call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments or "{}"}}
+            item.setdefault("tool_calls", []).append(call)
+        elif role == Message.Role.ASSISTANT and item["content"] is None:
+            item["content"] = ""
     return items
 
 
