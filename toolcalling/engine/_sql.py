@@ -189,3 +189,16 @@ def history(conversation_id: Any, *, before: int | None = None, limit: int | Non
     with connection.cursor() as cursor:
         cursor.execute(_sql(("history", before is not None, limit is not None), build), params)
         return cursor.fetchall()
+
+
+def relax_durability() -> None:
+    """Let the current transaction's commit return before it reaches the disk (PostgreSQL's
+    ``synchronous_commit = off`` for this transaction; other databases keep their own setting).
+
+    For writes that a later write of the same turn makes durable anyway: PostgreSQL writes its log in
+    order, so the next commit that waits for the disk brings every earlier one with it. A crash of the
+    database server in between loses them, never leaves them half written.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")

@@ -70,9 +70,17 @@ class Ledger:
         self.ended: str | None = None  # the status a write already ended the turn with
 
     @contextmanager
-    def write(self, *, usage: Usage | None = None, ending: str | None = None, error: str = "") -> Iterator[None]:
+    def write(
+        self, *, usage: Usage | None = None, ending: str | None = None, error: str = "", durable: bool = True
+    ) -> Iterator[None]:
         """A transaction in which this turn may write. The update that checks the claim also carries the
-        heartbeat, the tokens of a reply (``usage``) and the turn's end (``ending``), in one statement."""
+        heartbeat, the tokens of a reply (``usage``) and the turn's end (``ending``), in one statement.
+
+        ``durable=False`` (a tool's result, tokens of a retried answer) lets the commit return before it is
+        on disk, where the database allows: the turn's next durable write (its next answer with calls, or its
+        end) carries it there before a tool runs again or the turn reports anything. An answer with calls is
+        always durable before its tools run, so a crash can lose a result, never repeat a tool.
+        """
         values: dict[str, Any] = {"updated_at": timezone.now()}
         tokens: dict[str, int] = {}
         if usage is not None and usage.total_tokens:
@@ -82,6 +90,8 @@ class Ledger:
             values.update(status=ending, error=storable(error), turn_token=None)
         held = {"id": self.conversation.pk, "turn_token": self.token, "status": RUNNING}
         with transaction.atomic():
+            if not durable and ending is None:
+                sql.relax_durability()
             if not sql.update(Conversation, set=values, add=tokens, where=held):
                 logger.warning("a write of a turn of conversation %s was refused: the turn lost its claim",
                                self.conversation.pk)  # fmt: skip
@@ -151,7 +161,7 @@ class Ledger:
             self.conversation.title = title
 
     def add_usage(self, usage: Usage) -> None:
-        with self.write(usage=usage):
+        with self.write(usage=usage, durable=False):
             pass
 
     def wait_for_approval(self, call: ToolCall) -> None:
@@ -165,14 +175,14 @@ class Ledger:
             )  # fmt: skip
 
     def answer_call(self, call: ToolCall, *, status: str, result: str, error: str = "") -> Message:
-        with self.write():
+        with self.write(durable=False):
             message = answer_call_if(call, from_status=OPEN_CALL_STATUSES, status=status, result=result, error=error)
             if message is None:
                 raise TurnInterrupted(f"The call {call.call_id} was answered by someone else.")
             return message
 
     def close_open_calls(self, reason: str, *, started: Iterable[int] | None = ()) -> list[Message]:
-        with self.write():
+        with self.write(durable=False):  # the turn's end follows
             return close_open_calls(self.conversation, reason, started=started)
 
     def set_status(self, status: str, error: str = "") -> None:
