@@ -28,6 +28,7 @@ from ..hooks import EndTurn, ModelRequest, TurnView
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import SEARCH_TOOL_NAME, Tool, ToolSearch, check_extras, search_enabled, with_extras
 from . import _memory as memory
+from . import _sql as sql
 from . import _storage as storage
 from ._calls import CallPath, Limits
 from ._client import ModelClient, get_client
@@ -132,6 +133,7 @@ class Turn:
         ``content``, the user's message, is stored in the same transaction as the claim."""
         self.continuing = continuing
         with transaction.atomic():
+            sql.relax_durability()  # the turn's first durable write (an answer with calls, or its end) brings it
             token = self._claim(continuing)
             if content is not None:  # the claim just made is the fence of this write
                 opening = storage.add_message(self.conversation, Message.Role.USER, content)
