@@ -15,17 +15,20 @@ $(VENV)/.installed: requirements/dev.txt requirements/base.txt pyproject.toml
 setup: $(VENV)/.installed
 
 # Without REDIS_URL approved tool calls run in the web process (eager Celery); with it a worker runs them,
-# and the trap stops that worker when the server exits.
+# and the trap stops that worker when the server exits. The demo's passwords are public, so it listens on
+# 127.0.0.1 unless HOST says otherwise (e.g. HOST=0.0.0.0 inside a container).
 demo: setup
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo_setup
+	@case "$${HOST:-127.0.0.1}" in 127.0.0.1|localhost|::1) ;; \
+		*) echo "Warning: the demo listens on $$HOST with well-known passwords; anyone who reaches it can sign in." >&2 ;; esac
 	@if [ -n "$$REDIS_URL" ]; then \
 		$(VENV)/bin/celery -A demo_site worker -l info & worker=$$!; \
 		trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT; \
 		trap 'exit 130' INT TERM; \
-		$(PY) manage.py runserver 0.0.0.0:$${PORT:-8000}; \
+		$(PY) manage.py runserver $${HOST:-127.0.0.1}:$${PORT:-8000}; \
 	else \
-		exec $(PY) manage.py runserver 0.0.0.0:$${PORT:-8000}; \
+		exec $(PY) manage.py runserver $${HOST:-127.0.0.1}:$${PORT:-8000}; \
 	fi
 
 system-packages:

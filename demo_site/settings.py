@@ -1,6 +1,7 @@
 """Settings of the demo shop: a small site that uses django-toolcalling the way a user's site would."""
 
 import os
+from importlib.util import find_spec
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -10,10 +11,15 @@ VAR_DIR.mkdir(exist_ok=True)
 # A fixed fallback key is fine for a local demo with known passwords; set DJANGO_SECRET_KEY anywhere else.
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "demo-only-not-secret")
 DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
-# The demo server listens on 0.0.0.0 so it can be reached from outside a container.
-ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "*").split(",")
-# The port `make demo` serves on; only used to print the URL.
+# Where `make demo` listens: this machine only, unless HOST says otherwise (the demo's passwords are public).
+DEMO_HOST = os.environ.get("HOST") or "127.0.0.1"
 DEMO_PORT = int(os.environ.get("PORT") or 8000)
+LOOPBACK = ["127.0.0.1", "localhost", "[::1]"]
+ALLOWED_HOSTS = (
+    os.environ["DJANGO_ALLOWED_HOSTS"].split(",")
+    if os.environ.get("DJANGO_ALLOWED_HOSTS")
+    else (LOOPBACK if DEMO_HOST in LOOPBACK else ["*"])
+)
 
 USE_TZ = True
 TIME_ZONE = "UTC"
@@ -30,9 +36,14 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",  # the README's curl examples use a token; `make demo` prints alice's
     "toolcalling",
     "demo_site.shop",
 ]
+# The API's OpenAPI schema at /api/schema/, when drf-spectacular is installed (`make demo` installs it).
+DEMO_OPENAPI = find_spec("drf_spectacular") is not None
+if DEMO_OPENAPI:
+    INSTALLED_APPS.append("drf_spectacular")
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -78,13 +89,19 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",  # the chat page
+        "rest_framework.authentication.TokenAuthentication",  # scripts and curl: Authorization: Token <key>
+    ],
 }
+if DEMO_OPENAPI:
+    REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"] = "drf_spectacular.openapi.AutoSchema"
+    SPECTACULAR_SETTINGS = {"TITLE": "Demo shop API", "VERSION": "1"}
 
 # A real model when an endpoint is configured; otherwise the built-in offline model, so the demo needs no key.
 DEMO_USES_OFFLINE_MODEL = not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
 if DEMO_USES_OFFLINE_MODEL:
-    TOOLCALLING = {"OFFLINE_MODEL": True, "MODEL": "toolcalling-offline"}
+    TOOLCALLING = {"OFFLINE_MODEL": True}  # its answers are stored with the model name "offline"
 else:
     TOOLCALLING = {"MODEL": os.environ.get("TOOLCALLING_MODEL", "gpt-4o-mini")}
 # Where the approval e-mails' links point; set SITE_URL when the demo is reached under another address.

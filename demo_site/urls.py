@@ -1,5 +1,6 @@
-"""URLs of the demo site: the chat page, sign-in, the admin and the toolcalling API."""
+"""URLs of the demo site: the chat page, sign-in, the admin, the toolcalling API and its OpenAPI schema."""
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
@@ -14,3 +15,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/toolcalling/", include("toolcalling.urls")),
 ]
+
+if settings.DEMO_OPENAPI:
+    from drf_spectacular.views import SpectacularAPIView
+
+    urlpatterns.append(path("api/schema/", SpectacularAPIView.as_view(), name="schema"))

@@ -26,6 +26,8 @@ INSTALLED_APPS = [
     "django.contrib.sites",  # notifications fall back to it for absolute links when SITE_URL is unset
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
     "toolcalling",
     "tests.testapp",
     "tests.approvalapp",
@@ -92,8 +94,13 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.BasicAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
     ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Many tests post as one user within a minute; the throttle's own tests switch it on.
+    "DEFAULT_THROTTLE_RATES": {"toolcalling_turn": None},
 }
+SPECTACULAR_SETTINGS = {"TITLE": "toolcalling test site", "VERSION": "1"}
 TOOLCALLING = {
     "MODEL": "test-model",
     "API_KEY": "test-key",

@@ -509,3 +509,16 @@ def test_offline_model_reports_tool_errors_and_is_deterministic() -> None:
     failed = tool_result(call["id"], json.dumps({"error": "Order not found"}))
     answer = offline({"model": "m", "messages": [question, {"role": "assistant", "tool_calls": [call]}, failed]})
     assert answer.content == "get_order_status failed: Order not found"
+
+
+def test_offline_model_answers_as_offline_and_words_tool_errors_neutrally(offline: openai.OpenAI) -> None:
+    question = {"role": "user", "content": "Status of order 20250719-0032 please"}
+    first = offline_create(offline, [question], tools=[ORDER_TOOL])
+    assert first.model == "offline"
+    call = first.choices[0].message.tool_calls[0]
+    asked = {"role": "assistant", "tool_calls": [call.model_dump(include={"id", "type", "function"})]}
+    failed = tool_result(call.id, "Error: ValueError: No order 20250719-0032 for this customer.")
+    answer = offline_create(offline, [question, asked, failed], tools=[ORDER_TOOL])
+    text = answer.choices[0].message.content
+    assert text == "Get order status did not work this time. Please check the details and try again."
+    assert "ValueError" not in text and answer.model == "offline"

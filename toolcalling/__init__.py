@@ -5,7 +5,9 @@ from django.utils.module_loading import autodiscover_modules
 from .assistant import Assistant
 from .toolkit import ToolContext, tool
 
-__all__ = ["Assistant", "ToolContext", "autodiscover", "tool"]
+__version__ = "0.1.0"  # the one place the version is written; pyproject.toml reads it
+
+__all__ = ["Assistant", "ToolContext", "__version__", "autodiscover", "tool"]
 
 
 def autodiscover() -> None:

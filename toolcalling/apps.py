@@ -17,6 +17,12 @@ class SimpleToolcallingConfig(AppConfig):
             tasks,  # noqa: F401  (registers the shared tasks with every Celery app, whatever it discovers)
         )
 
+        try:
+            from .api import openapi  # noqa: F401  (describes the API in the site's drf-spectacular schema)
+        except ImportError as exc:  # the optional [openapi] extra is not installed: no schema, same API
+            if (exc.name or "").partition(".")[0] != "drf_spectacular":
+                raise
+
 
 class ToolcallingConfig(SimpleToolcallingConfig):
     """The default: imports every installed app's ``tools.py`` and ``assistants.py``, like the admin."""

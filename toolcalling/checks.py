@@ -1,4 +1,5 @@
-"""System checks: settings that cannot work and assistants that name tools which do not exist."""
+"""System checks: settings that cannot work, assistants that name tools which do not exist, and Celery wiring
+that would lose approved calls or their events."""
 
 from __future__ import annotations
 
@@ -98,3 +99,88 @@ def check_site_url(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
             id="toolcalling.W002",
         )
     ]
+
+
+def _site_celery_app() -> Any:
+    """The Celery app this process would send tasks with, or None when the site's own app is not loaded.
+
+    Read from Celery's state without ``celery.current_app``, which would create Celery's fallback app
+    (broker ``amqp://localhost``) as a side effect and make it the default for every thread.
+    """
+    from celery import _state
+
+    app = _state.default_app or _state._tls.current_app
+    if app is None or (app.main == "default" and not app.fixups):  # Celery's own fallback, not the site's
+        return None
+    return app
+
+
+def _gated_tools() -> list[str]:
+    from .toolkit import tools
+
+    return [t.name for t in tools.all() if t.requires_approval]
+
+
+@checks.register("toolcalling")
+def check_celery_wiring(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Approval-gated tools need a Celery app (with a broker, or eager); a worker's events need a shared Redis."""
+    from .conf import toolcalling_settings as s
+
+    app = _site_celery_app()
+    eager = bool(app is not None and app.conf.task_always_eager)
+    messages: list[checks.CheckMessage] = []
+    gated = _gated_tools()
+    if gated and app is None:
+        messages.append(
+            checks.Error(
+                _(
+                    "Approval-gated tools exist (%(tools)s), but no Celery app is loaded, so approved calls would "
+                    "be sent to Celery's default broker (amqp://localhost) and approval answers "
+                    '"the task queue could not be reached".'
+                )
+                % {"tools": ", ".join(gated)},
+                hint=_(
+                    "Create yoursite/celery.py (see the README: it sets DJANGO_SETTINGS_MODULE and calls "
+                    "app.config_from_object('django.conf:settings', namespace='CELERY')) and load it in "
+                    "yoursite/__init__.py: from .celery import app as celery_app. Without a broker, also set "
+                    "CELERY_TASK_ALWAYS_EAGER = True."
+                ),
+                id="toolcalling.E004",
+            )
+        )
+    elif gated and not eager and not app.conf.broker_url:
+        messages.append(
+            checks.Warning(
+                _(
+                    "Approval-gated tools exist (%(tools)s), but the Celery app %(app)r has no broker configured "
+                    "and does not run tasks eagerly, so approved calls go to Celery's default broker "
+                    "(amqp://localhost)."
+                )
+                % {"tools": ", ".join(gated), "app": app.main},
+                hint=_(
+                    'Set CELERY_BROKER_URL (e.g. "redis://localhost:6379/0") and run a worker (celery -A yoursite '
+                    "worker), or set CELERY_TASK_ALWAYS_EAGER = True to run them in the web process."
+                ),
+                id="toolcalling.W003",
+            )
+        )
+    try:
+        shared_events = s.EVENTS_REDIS_URL
+    except ImproperlyConfigured:
+        return messages  # reported by check_settings
+    if app is not None and not eager and not shared_events:
+        messages.append(
+            checks.Warning(
+                _(
+                    "Celery tasks run on a worker, but TOOLCALLING has no EVENTS_REDIS_URL, so the worker's events "
+                    "(an approved call running, the answer that follows it, background turns) stay in the worker's "
+                    "process and the chat page waits for them forever."
+                ),
+                hint=_(
+                    'Set TOOLCALLING["EVENTS_REDIS_URL"] (or the REDIS_URL environment variable) to a Redis that '
+                    'the web and worker processes share, e.g. "redis://localhost:6379/0".'
+                ),
+                id="toolcalling.W004",
+            )
+        )
+    return messages

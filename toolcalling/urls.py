@@ -2,7 +2,7 @@
 
 Include them with ``path("api/toolcalling/", include("toolcalling.urls"))``."""
 
-from django.urls import include, path
+from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
 from .api import streams, views
@@ -20,4 +20,6 @@ urlpatterns = [
     path("conversations/<uuid:pk>/events/", streams.ConversationEventsView.as_view(), name="conversation-events"),
     path("mcp/<str:assistant_id>/", MCPView.as_view(), name="mcp"),
     path("", include(router.urls)),
+    # Last: what is left under the resources (ending in "/", so APPEND_SLASH still redirects) is a JSON 404.
+    re_path(r"^(?P<path>(?:assistants|conversations|tool-calls)/.*/)$", views.unknown_path, name="unknown-path"),
 ]

@@ -50,7 +50,7 @@ def _product(product: Product) -> dict[str, Any]:
     }
 
 
-@tool
+@tool(label="Look up an order")
 def get_order_status(ctx: ToolContext, order_no: OrderNo) -> dict[str, Any]:
     """Where is my order? Track the status of one order: its shipping state, expected delivery date and items."""
     order_no = order_no.strip()
@@ -69,7 +69,7 @@ def get_order_status(ctx: ToolContext, order_no: OrderNo) -> dict[str, Any]:
     }
 
 
-@tool
+@tool(label="List my orders")
 def list_my_orders(ctx: ToolContext) -> list[dict[str, Any]]:
     """List my orders: the customer's ten most recent orders with order number, state, delivery date and total."""
     return [
@@ -84,7 +84,7 @@ def list_my_orders(ctx: ToolContext) -> list[dict[str, Any]]:
     ]
 
 
-@tool
+@tool(label="Search the catalogue")
 def search_products(
     query: Annotated[str, Field(description="Words to look for in product names and descriptions, e.g. mug")],
     max_results: Annotated[int, Field(ge=1, le=20, description="How many products to return at most.")] = 5,
@@ -106,7 +106,7 @@ def search_products(
     return [_product(product) for product in found[:max_results]]
 
 
-@tool
+@tool(label="Check the stock")
 def get_product_stock(sku: Annotated[str, Field(description="Product SKU, e.g. MUG-001")]) -> dict[str, Any]:
     """Check product stock: how many units of one product (by SKU) are available to order."""
     try:
@@ -136,6 +136,7 @@ def cancellation_preview(ctx: ToolContext, args: dict[str, Any]) -> dict[str, An
 @tool(
     requires_approval=True,
     approval_preview=cancellation_preview,
+    label="Cancel an order",  # what customers see; "cancel_order cancelled" read as if the order were cancelled
     description="Cancel one of the user's orders. A staff member confirms it first.",
 )
 def cancel_order(

@@ -60,7 +60,8 @@ def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(l
     box.press("Enter")
     messages = page.locator(".tc-messages")
     expect(messages.locator(".tc-assistant").last).to_contain_text("should arrive on 23 July 2025", timeout=15_000)
-    expect(messages.locator(".tc-call", has_text="get_order_status")).to_contain_text("succeeded")
+    # Tools appear by their labels, with how they went in words; function names never reach the customer.
+    expect(messages.locator(".tc-call", has_text="Look up an order")).to_contain_text("done")
     assert page.evaluate("window.sawStreaming") is True
     expect(box).to_be_focused()
 
@@ -70,7 +71,7 @@ def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(l
     waiting = page.locator(".tc-waiting")
     expect(waiting).to_be_visible(timeout=15_000)
     expect(waiting).to_contain_text("Waiting for staff approval")
-    expect(waiting).to_contain_text("cancel order (order no: 20251120-0007, reason: Changed my mind)")
+    expect(waiting).to_contain_text("Cancel an order (order no: 20251120-0007, reason: Changed my mind)")
     expect(page.get_by_role("button", name="Send")).to_be_disabled()
     assert Order.objects.get(order_no="20251120-0007").state != Order.State.CANCELLED
 
@@ -89,7 +90,9 @@ def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(l
     expect(messages.locator(".tc-assistant").last).to_contain_text("is cancelled now", timeout=15_000)
     expect(waiting).to_be_hidden()
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
-    expect(messages.locator(".tc-call", has_text="cancel_order")).to_contain_text("succeeded")
+    expect(messages.locator(".tc-call", has_text="Cancel an order")).to_contain_text("done")
+    shown = page.locator(".tc-chat").inner_text()
+    assert "get_order_status" not in shown and "cancel_order" not in shown
     assert Order.objects.get(order_no="20251120-0007").state == Order.State.CANCELLED
     model.assert_done()
     customer.close()

@@ -77,7 +77,7 @@ def test_staff_follow_the_emailed_link_read_the_preview_approve_and_the_customer
         messages = page.locator(".tc-messages")
         expect(messages.locator(".tc-assistant").last).to_contain_text("is cancelled now", timeout=15_000)
         expect(waiting).to_be_hidden()
-        expect(messages.locator(".tc-call", has_text="cancel_order")).to_contain_text("succeeded")
+        expect(messages.locator(".tc-call", has_text="Cancel an order")).to_contain_text("done")
     assert Order.objects.get(order_no="20251120-0007").state == Order.State.CANCELLED
     model.assert_done()
     customer.close()
@@ -100,7 +100,7 @@ def test_a_customer_confirms_their_own_call_on_the_chat_page(live_server, browse
     waiting = page.locator(".tc-waiting")
     expect(waiting).to_be_visible(timeout=15_000)
     expect(waiting).to_contain_text("Your confirmation is needed")
-    expect(waiting).to_contain_text("move points (name: savings, points: 3)")
+    expect(waiting).to_contain_text("Move points (name: savings, points: 3)")
     expect(waiting.locator(".tc-preview")).to_have_text("savings has 4 points now; it gets 3 more.")
     expect(page.get_by_role("button", name="Withdraw the request")).to_be_hidden()
     expect(page.get_by_role("button", name="Send")).to_be_disabled()
@@ -110,7 +110,7 @@ def test_a_customer_confirms_their_own_call_on_the_chat_page(live_server, browse
     messages = page.locator(".tc-messages")
     expect(messages.locator(".tc-assistant").last).to_contain_text("Moved 3 points to savings.", timeout=15_000)
     expect(waiting).to_be_hidden()
-    expect(messages.locator(".tc-call", has_text="move_points")).to_contain_text("succeeded")
+    expect(messages.locator(".tc-call", has_text="Move points")).to_contain_text("done")
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
     assert Counter.objects.get(name="savings").value == 7
     assert ToolCall.objects.get(name="move_points").decided_by.get_username() == "alice"
@@ -132,7 +132,7 @@ def test_a_customer_declines_their_own_call_on_the_chat_page(live_server, browse
     waiting = page.locator(".tc-waiting")
     waiting.get_by_role("button", name="Decline").click(timeout=15_000)
     expect(page.locator(".tc-messages .tc-assistant").last).to_contain_text("I moved nothing", timeout=15_000)
-    expect(page.locator(".tc-call", has_text="move_points")).to_contain_text("rejected")
+    expect(page.locator(".tc-call", has_text="Move points")).to_contain_text("declined")
     assert not Counter.objects.filter(name="savings").exists()
     assert model.requests[-1]["messages"][-1]["content"] == "Not run: the user declined this call."
     model.assert_done()

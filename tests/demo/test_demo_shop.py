@@ -37,7 +37,7 @@ def test_demo_setup_is_idempotent(shop, django_user_model):
     assert django_user_model.objects.get(username="admin").is_superuser
 
 
-@override_toolcalling(OFFLINE_MODEL=True, MODEL="toolcalling-offline")
+@override_toolcalling(OFFLINE_MODEL=True, MODEL="gpt-4o-mini")
 def test_offline_model_answers_an_order_status_question(alice_api):
     _, response = ask(alice_api, "Where is my order 20250719-0032?")
     assert response.status_code == 201, response.content
@@ -49,7 +49,8 @@ def test_offline_model_answers_an_order_status_question(alice_api):
         "succeeded",
     )
     assert "shipped" in messages[-1]["content"]
-    assert messages[1]["model"] == "toolcalling-offline"
+    # Stored as the offline model's, whatever MODEL says: nobody mistakes the demo's answers for a real model's.
+    assert {m["model"] for m in messages if m["role"] == "assistant"} == {"offline"}
 
 
 @override_toolcalling(OFFLINE_MODEL=True)
@@ -57,8 +58,10 @@ def test_a_customer_never_sees_another_customers_order(alice_api):
     _, response = ask(alice_api, "Where is my order 20251002-0041?")
     call = ToolCall.objects.get()
     assert call.status == "failed"
+    # The details stay for the model (the call's result) and for staff; the customer reads a neutral sentence.
     assert call.result == "Error: ValueError: No order 20251002-0041 for this customer."
-    assert "packed" not in response.json()["messages"][-1]["content"]
+    reply = response.json()["messages"][-1]["content"]
+    assert reply == "Get order status did not work this time. Please check the details and try again."
 
 
 @override_toolcalling(OFFLINE_MODEL=True)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework import parsers
 from rest_framework.response import Response
@@ -24,6 +26,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     """Our errors become our body; DRF's (and the site's) handler answers the rest."""
     if isinstance(exc, APIError):
         return Response(error_body(exc), status=exc.status_code, headers=_headers(exc))
+    # Django's own (get_object_or_404) become DRF's, as DRF's handler would make them, so they get our keys too.
+    if isinstance(exc, Http404):
+        exc = drf.NotFound(*exc.args)
+    elif isinstance(exc, PermissionDenied):
+        exc = drf.PermissionDenied(*exc.args)
     response = api_settings.EXCEPTION_HANDLER(exc, context)
     if response is not None and isinstance(exc, drf.APIException) and not isinstance(exc, drf.ValidationError):
         if isinstance(response.data, dict) and "detail" in response.data:

@@ -5,13 +5,28 @@ from __future__ import annotations
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from .. import approval
 from ..conf import toolcalling_settings
 from ..exceptions import NotRegistered
 from ..models import Conversation, Message, ToolCall
-from ..toolkit import assistants, storable, tools
+from ..toolkit import assistants, storable, tool_label, tools
+
+
+class ConversationStatusField(serializers.ChoiceField):
+    """A conversation's status (a class of its own, so the API schema can name its enum)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(Conversation.Status.choices, **kwargs)
+
+
+class ToolCallStatusField(serializers.ChoiceField):
+    """A tool call's status (a class of its own, so the API schema can name its enum)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(ToolCall.Status.choices, **kwargs)
 
 
 def in_parameter_order(tool_name: str, arguments: Any) -> Any:
@@ -27,6 +42,8 @@ def in_parameter_order(tool_name: str, arguments: Any) -> Any:
 
 
 class ToolCallSerializer(serializers.ModelSerializer):
+    status = ToolCallStatusField(read_only=True)
+    label = serializers.SerializerMethodField(help_text="What end users see instead of the tool's name.")
     preview = serializers.SerializerMethodField(
         help_text="For someone who may decide this waiting call: its tool's approval_preview, computed now."
     )
@@ -37,6 +54,7 @@ class ToolCallSerializer(serializers.ModelSerializer):
             "id",
             "call_id",
             "name",
+            "label",
             "arguments",
             "original_arguments",
             "status",
@@ -51,6 +69,9 @@ class ToolCallSerializer(serializers.ModelSerializer):
             "finished_at",
         ]
         read_only_fields = fields
+
+    def get_label(self, call: ToolCall) -> str:
+        return tool_label(call.name)
 
     def get_preview(self, call: ToolCall) -> dict[str, Any] | None:
         """``{"value": text or data, "error": ""}`` while the call waits and the reader may decide it."""
@@ -103,6 +124,7 @@ class MessageSerializer(serializers.ModelSerializer):
 
 class ConversationSerializer(serializers.ModelSerializer):
     assistant = serializers.CharField(source="assistant_id")
+    status = ConversationStatusField(read_only=True)
 
     class Meta:
         model = Conversation
@@ -143,11 +165,18 @@ class MessageInputSerializer(serializers.Serializer):
     content = serializers.CharField(trim_whitespace=True, allow_blank=False)
     background = serializers.BooleanField(default=False, help_text="Run the turn on a Celery worker; answer 202.")
 
-    def validate_content(self, value: str) -> str:
+    def get_fields(self) -> dict[str, Any]:
+        # The limit is a setting, read per request; as the field's max_length it is in the API schema too.
+        fields = super().get_fields()
         limit = toolcalling_settings.MAX_MESSAGE_LENGTH
-        if len(value) > limit:
-            raise serializers.ValidationError(f"The message is too long ({len(value)} characters; at most {limit}).")
-        return value
+        fields["content"] = serializers.CharField(
+            trim_whitespace=True,
+            allow_blank=False,
+            max_length=limit,
+            error_messages={"max_length": _("The message is too long: it may have at most {max_length} characters.")},
+            help_text=f"The user's message, at most {limit} characters (TOOLCALLING['MAX_MESSAGE_LENGTH']).",
+        )
+        return fields
 
 
 class ApproveInputSerializer(serializers.Serializer):

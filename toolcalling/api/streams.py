@@ -125,5 +125,5 @@ class ConversationEventsView(ErrorResponses, EventStreamMixin, APIView):
         except ValueError:
             value = -1
         if value < 0:
-            raise ValidationError({"after": f"Expected an event id (a whole number, 0 or more), not {raw!r}."})
+            raise ValidationError({"after": [f"Expected an event id (a whole number, 0 or more), not {raw!r}."]})
         return value

@@ -7,11 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
-from django.http import HttpResponseBase
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.shortcuts import get_object_or_404
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import generics, mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -24,6 +25,7 @@ from ..exceptions import AssistantUnavailable, InvalidArguments, NothingWaiting,
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
 from .errors import ErrorResponses
+from .pagination import MessageCursorPagination
 from .serializers import (
     ApprovalToolCallSerializer,
     ApproveInputSerializer,
@@ -34,6 +36,7 @@ from .serializers import (
     ToolCallSerializer,
 )
 from .streams import EventStreamMixin, accepts_event_stream, start_background_turn, stream_turn
+from .throttling import TurnRateThrottle
 
 
 class AssistantListView(ErrorResponses, APIView):
@@ -59,14 +62,19 @@ class ConversationViewSet(
     mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):
-    """The user's own conversations; another user's conversation is a 404."""
+    """The user's own conversations, newest activity first (``?assistant=`` keeps one assistant's); another
+    user's conversation is a 404. The list follows the site's DRF pagination."""
 
     serializer_class = ConversationSerializer
     permission_classes = [IsAuthenticated]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> QuerySet[Conversation]:
-        return Conversation.objects.filter(user=self.request.user)
+        queryset = Conversation.objects.filter(user=self.request.user)
+        assistant = self.request.query_params.get("assistant")
+        if self.action == "list" and assistant:
+            queryset = queryset.filter(assistant_id=assistant)
+        return queryset
 
     def perform_create(self, serializer: ConversationSerializer) -> None:
         serializer.save(user=self.request.user)
@@ -96,16 +104,29 @@ class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView)
 
     With ``Accept: text/event-stream`` the turn is streamed as server-sent events; with
     ``"background": true`` it runs on a Celery worker and the answer is 202 (see ``streaming``).
+    The history is the whole list unless ``?cursor=`` or ``?page_size=`` ask for pages. A POST is also
+    throttled by ``TurnRateThrottle`` (scope ``toolcalling_turn``): it is what spends model tokens.
     """
 
     permission_classes = [IsAuthenticated]
     serializer_class = MessageSerializer
-    pagination_class = None
+    pagination_class = MessageCursorPagination
+
+    def get_throttles(self) -> list[Any]:
+        throttles = super().get_throttles()
+        if self.request.method == "POST":
+            throttles.append(TurnRateThrottle())
+        return throttles
 
     def get(self, request: Request, pk: Any) -> Response:
         conversation = own_conversation(request, pk)
+        queryset = messages_queryset(conversation)
         context = {"request": request}  # lets a waiting call the user confirms carry its preview
-        return Response(MessageSerializer(messages_queryset(conversation), many=True, context=context).data)
+        paginator = self.paginator
+        if paginator is not None and paginator.is_requested(request):
+            page = paginator.paginate_queryset(queryset, request, view=self)
+            return paginator.get_paginated_response(MessageSerializer(page, many=True, context=context).data)
+        return Response(MessageSerializer(queryset, many=True, context=context).data)
 
     def post(self, request: Request, pk: Any) -> HttpResponseBase:
         conversation = own_conversation(request, pk)
@@ -140,6 +161,14 @@ class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView)
             },
             status=status.HTTP_201_CREATED,
         )
+
+
+@csrf_exempt  # it changes nothing; a CSRF failure page would hide the 404 from API clients
+def unknown_path(request: HttpRequest, path: str = "") -> JsonResponse:
+    """A path under the API's resources that no view takes (an id that is not one): a 404 in the API's shape,
+    not the site's HTML page. A plain view, so API schemas leave it out."""
+    body = {"detail": str(NotFound.default_detail), "code": NotFound.default_code, "status": None}
+    return JsonResponse(body, status=404)
 
 
 class ToolCallViewSet(ErrorResponses, viewsets.ReadOnlyModelViewSet):
@@ -185,6 +214,6 @@ class ToolCallViewSet(ErrorResponses, viewsets.ReadOnlyModelViewSet):
             statuses = [s for s in wanted.split(",") if s]
             unknown = [s for s in statuses if s not in valid]
             if unknown:
-                raise ValidationError({"status": f"Unknown status {', '.join(unknown)}; one of {', '.join(valid)}."})
+                raise ValidationError({"status": [f"Unknown status {', '.join(unknown)}; one of {', '.join(valid)}."]})
             queryset = queryset.filter(status__in=statuses)
         return queryset

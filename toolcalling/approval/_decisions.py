@@ -22,7 +22,7 @@ from django.utils.translation import gettext as _
 
 from .. import signals, streaming
 from ..conf import toolcalling_settings
-from ..engine import answer_call_if
+from ..engine import answer_call_if, describe_call
 from ..exceptions import AlreadyDecided, TaskQueueUnavailable
 from ..models import Conversation, ToolCall
 from ._arguments import edit_note, validate_arguments
@@ -232,4 +232,4 @@ def _duration(seconds: int) -> str:
 def _announce(signal: Signal, call: ToolCall, **kwargs: Any) -> None:
     """Tell receivers of ``signal`` and the conversation's event stream that a waiting call was decided."""
     signal.send(ToolCall, tool_call=call, **kwargs)
-    streaming.publish(call.conversation_id, "tool_call_decided", streaming.describe_call(call))
+    streaming.publish(call.conversation_id, "tool_call_decided", describe_call(call))

@@ -4,7 +4,7 @@ telemetry, storage, memory and structured output. It knows tools and models, nev
 from ._calls import CallPath, Limits, run_approved_call, run_tool
 from ._client import ModelClient, build_openai_client, get_client
 from ._direct import call_directly
-from ._observers import Listener, Observers
+from ._observers import Listener, Observers, describe_call
 from ._queue import CONTINUE_CONVERSATION, RUN_APPROVED_TOOL_CALL, RUN_TURN, enqueue
 from ._replies import ModelReply, RequestedCall, Usage
 from ._runner import Step, Stepper, TurnResult, continue_turn, conversation_for, run_claimed_turn, run_turn
@@ -35,6 +35,7 @@ __all__ = [
     "close_open_calls",
     "continue_turn",
     "conversation_for",
+    "describe_call",
     "enqueue",
     "get_client",
     "load_messages",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import signals, streaming
 from ..models import ToolCall
+from ..toolkit import tool_label
 from . import _telemetry as telemetry
 
 if TYPE_CHECKING:
@@ -26,6 +27,19 @@ logger = logging.getLogger("toolcalling")
 
 Listener = Callable[[str, dict[str, Any]], None]
 Outcome = tuple[str, str, str]  # a tool run's (status, text for the model, error)
+
+
+def describe_call(call: ToolCall) -> dict[str, Any]:
+    """A tool call as events name it, with the ``label`` end users see instead of its name."""
+    return {**streaming.describe_call(call), "label": tool_label(call.name)}
+
+
+def describe_message(message: Message) -> dict[str, Any]:
+    """A stored message as a ``message`` event; its calls carry their labels too."""
+    data = streaming.describe_message(message)
+    for call in data.get("tool_calls", ()):
+        call["label"] = tool_label(call["name"])
+    return data
 
 
 class Observers:
@@ -48,7 +62,7 @@ class Observers:
 
     def message_added(self, message: Message) -> None:
         self.view.messages.append(message)
-        self.emit("message", streaming.describe_message(message))
+        self.emit("message", describe_message(message))
 
     def delta(self, text: str) -> None:
         self.emit("delta", {"content": text})
@@ -118,7 +132,7 @@ class Observers:
         """Around one tool run: a ``before_tool_call`` hook may answer instead of the tool; ``after_tool_call``
         hooks see the outcome (``call.status``, ``call.error``) and may replace the text the model reads."""
         signals.tool_call_started.send(self.sender, turn=self.view, tool_call=call)
-        self.emit("tool_call_started", streaming.describe_call(call))
+        self.emit("tool_call_started", describe_call(call))
         for hook in self.hooks:
             replaced = hook.before_tool_call(self.view, call, call.arguments)
             if replaced is not None:
@@ -134,15 +148,15 @@ class Observers:
     def answered(self, call: ToolCall) -> None:
         """A call's outcome and its tool message are stored (the message was announced first)."""
         signals.tool_call_finished.send(self.sender, turn=self.view, tool_call=call)
-        self.emit("tool_call_finished", streaming.describe_call(call))
+        self.emit("tool_call_finished", describe_call(call))
 
     def call_waiting(self, call: ToolCall) -> None:
         """A call is stored awaiting a decision."""
         signals.approval_requested.send(ToolCall, tool_call=call)
-        self.emit("tool_call", streaming.describe_call(call))
+        self.emit("tool_call", describe_call(call))
 
     def awaiting_approval(self, calls: list[ToolCall]) -> None:
-        self.emit("awaiting_approval", {"tool_calls": [streaming.describe_call(c) for c in calls]})
+        self.emit("awaiting_approval", {"tool_calls": [describe_call(c) for c in calls]})
 
     # Internals --------------------------------------------------------------------------------------
 

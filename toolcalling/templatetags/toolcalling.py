@@ -9,6 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
+from ..conf import toolcalling_settings
 from ..exceptions import NotRegistered
 from ..toolkit import assistants
 
@@ -41,12 +42,43 @@ def toolcalling_chat(
         "examples": [e.strip() for e in examples.split("|") if e.strip()],
         "element_id": f"toolcalling-chat-{assistant.id}",
         "texts_id": f"toolcalling-chat-{assistant.id}-texts",
+        "max_length": toolcalling_settings.MAX_MESSAGE_LENGTH,
     }
 
 
 def chat_texts() -> dict[str, str]:
-    """The words chat.js shows, translated here (``%(name)s`` placeholders are filled in by the script)."""
+    """Every sentence chat.js and confirm.js may show, translated here (``%(name)s`` placeholders are filled in
+    by the script)."""
     return {
+        "you": _("You: "),
+        "assistant": _("Assistant: "),
+        "untitled": _("New conversation"),
+        "toolsUsed": _("Tools used"),
+        "thinking": _("Thinking…"),
+        "using": _("Using: %(tool)s…"),
+        "toolStatus": _("%(tool)s: %(status)s"),
+        # How a call went, in words for the people the assistant serves.
+        "status.running": _("running"),
+        "status.succeeded": _("done"),
+        "status.failed": _("did not work"),
+        "status.awaiting_approval": _("waiting for approval"),
+        "status.approved": _("approved"),
+        "status.rejected": _("declined"),
+        "status.cancelled": _("withdrawn"),
+        "status.expired": _("not decided in time"),
+        "withdrawn": _("The request was withdrawn."),
+        "turnFailed": _("The assistant could not finish this answer. You can send your message again."),
+        "offlineUnsent": _(
+            "The connection to the server was lost, so your message was not sent; it is still in the box. "
+            "Trying to reconnect…"
+        ),
+        "offline": _("The connection to the server was lost. Trying to reconnect…"),
+        "counter": _("%(count)s of %(limit)s characters"),
+        "tooLong": _(
+            "Your message has %(count)s characters, more than the %(limit)s allowed. Shorten it, then send it again."
+        ),
+        "serverError": _("Something went wrong on the server (error %(status)s). Please try again in a moment."),
+        "refused": _("The server could not accept this (error %(status)s)."),
         "waitingStaff": _("Waiting for staff approval."),
         "waitingUser": _("Your confirmation is needed."),
         "staffText": _("A staff member has to confirm this before it runs:"),

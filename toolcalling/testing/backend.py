@@ -138,7 +138,7 @@ class ChatBackend:
                 reply,
                 completion_id=completion_id,
                 created=created,
-                model=body["model"],
+                model=reply.model or body["model"],
                 finish_reason=finish_reason,
                 usage=usage_json if options.get("include_usage") else None,
             )
@@ -159,7 +159,7 @@ class ChatBackend:
             "id": completion_id,
             "object": "chat.completion",
             "created": created,
-            "model": body["model"],
+            "model": reply.model or body["model"],
             "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}],
             "usage": usage_json,
             "service_tier": "default",

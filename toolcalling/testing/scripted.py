@@ -96,6 +96,8 @@ class Reply:
     finish_reason: str | None = None
     raw: bytes | None = None
     """Sent as the response body as it is (with ``status`` and ``headers``), for replies no real model sends."""
+    model: str | None = None
+    """The model name the answer reports (real endpoints often name a dated version); default: the one asked for."""
 
     @property
     def is_error(self) -> bool:

@@ -9,7 +9,7 @@ from ._schema import describe_validation_error, json_schema
 from ._search import SEARCH_TOOL_NAME, ToolIndex, ToolSearch, search_enabled, tokenize
 from ._sources import ToolSource
 from ._text import storable, storable_json, unique_call_ids
-from ._tool import NAME_RE, ApprovalRule, Tool, arguments_object, make_tool, result_to_text, tool
+from ._tool import NAME_RE, ApprovalRule, Tool, arguments_object, humanise, make_tool, result_to_text, tool, tool_label
 
 __all__ = [
     "NAME_RE",
@@ -27,6 +27,7 @@ __all__ = [
     "arguments_object",
     "check_extras",
     "describe_validation_error",
+    "humanise",
     "json_schema",
     "make_tool",
     "result_to_text",
@@ -36,6 +37,7 @@ __all__ = [
     "storable_json",
     "tokenize",
     "tool",
+    "tool_label",
     "tools",
     "unique_call_ids",
     "with_extras",

@@ -25,6 +25,13 @@ ApprovalPreview = Callable[[ToolContext, dict[str, Any]], Any]
 APPROVERS = ("staff", "user")
 
 
+def humanise(name: str) -> str:
+    """A tool name as words for people: ``cancel_order`` and ``cancelOrder`` become "Cancel order"."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    words = re.sub(r"[_\-\s]+", " ", words).strip().lower()
+    return words[:1].upper() + words[1:]
+
+
 def arguments_object(raw: Any) -> dict[str, Any]:
     """Arguments (JSON text, or already parsed) as a JSON object, empty text as ``{}``; else ``InvalidArguments``."""
     if raw is None or raw == "":
@@ -56,6 +63,8 @@ class Tool:
     """The name the model calls it by (``^[a-zA-Z0-9_-]{1,64}$``)."""
     description: str
     """What the model reads to decide when to call it."""
+    label: str = ""
+    """What end users see instead of the name (may be a lazy translation); default: the name, humanised."""
     requires_approval: ApprovalRule = False
     """True, or ``(ctx, args) -> bool``: the call waits for a decision before it runs."""
     approval_preview: ApprovalPreview | None = None
@@ -72,6 +81,10 @@ class Tool:
     """The parameter that receives the ``ToolContext``, if any."""
     parameters: dict[str, Any] = field(default_factory=dict, repr=False)
     """The JSON schema of the arguments."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.label, str) and not self.label:
+            self.label = humanise(self.name)
 
     @property
     def module(self) -> str:
@@ -119,6 +132,7 @@ def make_tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    label: str | None = None,
     requires_approval: ApprovalRule = False,
     approval_preview: ApprovalPreview | None = None,
     approver: str = "staff",
@@ -136,6 +150,9 @@ def make_tool(
         problems.append("no description: write a docstring or pass description=")
     if isinstance(permissions, str):
         problems.append("permissions must be a list of permission strings, not one string")
+    # A lazy translation is left unevaluated: tools are defined before a language is active.
+    if isinstance(label, str) and not label.strip():
+        problems.append("label must not be empty: leave it out to show the name, humanised")
     if not (isinstance(requires_approval, bool) or callable(requires_approval)):
         problems.append("requires_approval must be a bool or a callable (ctx, args) -> bool")
     if approval_preview is not None and not callable(approval_preview):
@@ -157,6 +174,7 @@ def make_tool(
         func=func,
         name=tool_name,
         description=text,
+        label=humanise(tool_name) if label is None else label,
         requires_approval=requires_approval,
         approval_preview=approval_preview,
         approver=approver,
@@ -176,6 +194,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    label: str | None = None,
     requires_approval: ApprovalRule = False,
     approval_preview: ApprovalPreview | None = None,
     approver: str = "staff",
@@ -189,6 +208,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    label: str | None = None,
     requires_approval: ApprovalRule = False,
     approval_preview: ApprovalPreview | None = None,
     approver: str = "staff",
@@ -202,6 +222,7 @@ def tool(
             func,
             name=name,
             description=description,
+            label=label,
             requires_approval=requires_approval,
             approval_preview=approval_preview,
             approver=approver,
@@ -212,6 +233,14 @@ def tool(
         return made
 
     return decorator(function) if function is not None else decorator
+
+
+def tool_label(name: str) -> str:
+    """What end users see for the tool called ``name``: its label, or the name humanised when no such tool is
+    registered (any more), so a stored call always has something readable to show."""
+    if tool_registry.is_registered(name):
+        return str(tool_registry.get(name).label)
+    return humanise(name)
 
 
 def result_to_text(result: Any) -> str:

@@ -14,7 +14,9 @@ from ...testing import Reply, ToolCall, mock_transport
 from . import _text as tx
 
 OFFLINE_BASE_URL = "http://offline.toolcalling.invalid/v1"
-OFFLINE_MODEL_NAME = "toolcalling-offline"
+# What offline answers are stored with (Message.model), whatever MODEL says, so no reader of the history
+# mistakes them for a real model's.
+OFFLINE_MODEL_NAME = "offline"
 
 
 class OfflineModel:
@@ -27,6 +29,11 @@ class OfflineModel:
     model_name = OFFLINE_MODEL_NAME
 
     def __call__(self, body: dict[str, Any]) -> Reply:
+        reply = self._answer(body)
+        reply.model = self.model_name
+        return reply
+
+    def _answer(self, body: dict[str, Any]) -> Reply:
         messages: list[Mapping[str, Any]] = body.get("messages") or []
         functions = self._offered_functions(body)
         last = messages[-1] if messages else {}
@@ -282,6 +289,11 @@ class OfflineModel:
         return "\n".join(lines)
 
     def _describe_result(self, name: str, content: str, *, named: bool) -> list[str]:
+        if content.startswith("Error:"):
+            # The details are for the model and for staff (they are stored on the call); the customer
+            # reading this answer gets a neutral sentence.
+            subject = "It" if named else tx.split_identifier(name).capitalize()
+            return [f"{subject} did not work this time. Please check the details and try again."]
         try:
             data = json.loads(content)
         except (json.JSONDecodeError, ValueError):

@@ -1,11 +1,22 @@
 // The chat of {% toolcalling_chat %}: plain JavaScript, no build step.
 // Text from the server is only ever set with textContent, never parsed as HTML.
+// Every sentence it shows comes translated from the template tag (chat_texts()), read here with t().
 "use strict";
 
 (function () {
   const STREAM = "text/event-stream";
   const readEvents = window.toolcallingReadEvents; // from sse.js, loaded first
   const confirm = window.toolcallingConfirm; // from confirm.js: the user's own Confirm / Decline
+  const RECONNECT_MAX_MS = 10000;
+  // Turn errors whose detail may quote a tool's exception or the model endpoint: end users get a neutral sentence.
+  const TURN_ERRORS = new Set([
+    "turn_failed",
+    "model_error",
+    "model_call_limit_exceeded",
+    "tool_call_limit_exceeded",
+    "output_validation_failed",
+    "tool_error",
+  ]);
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -14,34 +25,47 @@
     return node;
   }
 
-  const label = (status) => String(status || "").replace(/_/g, " ");
-  // "cancel order (order no: 20251120-0007)": the history has the user's own arguments; events never do.
-  const describeCall = (call) => {
-    const shown = Object.entries(call.arguments || {}).filter(([, value]) => value !== null && value !== "");
-    if (!shown.length) return label(call.name);
-    const text = (value) => (typeof value === "object" ? JSON.stringify(value) : String(value));
-    return `${label(call.name)} (${shown.map(([key, value]) => `${label(key)}: ${text(value)}`).join(", ")})`;
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const words = (name) => String(name || "").replace(/_/g, " ");
+  // "cancel_order" -> "Cancel order", for calls stored before labels existed.
+  const humanise = (name) => {
+    const text = words(name).replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase();
+    return text.charAt(0).toUpperCase() + text.slice(1);
   };
+  const callLabel = (call) => call.label || humanise(call.name);
+
+  // A failed request: `message` is a sentence for people; `offline` when the server could not be reached.
+  class RequestError extends Error {
+    constructor(message, { status = 0, code = "", offline = false } = {}) {
+      super(message);
+      this.status = status;
+      this.code = code;
+      this.offline = offline;
+    }
+  }
 
   class Chat {
     constructor(root) {
       this.root = root;
       this.api = root.dataset.api;
       this.assistant = root.dataset.assistant;
+      this.maxLength = Number(root.dataset.maxLength) || Infinity;
       this.texts = confirm.texts(root);
       const $ = (selector) => root.querySelector(selector);
       this.els = {
         list: $(".tc-list"),
+        more: $(".tc-more"),
         messages: $(".tc-messages"),
         activity: $(".tc-activity"),
         waiting: $(".tc-waiting"),
         waitingTitle: $(".tc-waiting-title"),
-        withdraw: $(".tc-withdraw"),
         waitingText: $(".tc-waiting-text"),
+        withdraw: $(".tc-withdraw"),
         waitingCalls: $(".tc-waiting-calls"),
         form: $(".tc-composer"),
         input: $(".tc-composer textarea"),
         send: $(".tc-send"),
+        counter: $(".tc-counter"),
         notice: $(".tc-notice"),
       };
       this.current = null; // the open conversation's id
@@ -50,8 +74,18 @@
       this.sending = false;
       this.follower = null; // AbortController of the events stream
       this.draft = null; // the assistant bubble that deltas are streaming into
+      this.nextPage = null; // URL of the next page of conversations, when the site paginates
+      this.pagesLoaded = 0;
+      this.offline = false; // the server could not be reached; a probe runs until it can
       this.wire();
     }
+
+    // "Using %(tool)s…" with {tool: ...}: the catalog keeps Python's placeholders, which translators know.
+    t(key, values = {}) {
+      return confirm.fill(this.texts[key] || key, values);
+    }
+
+    statusText = (status) => this.texts[`status.${status}`] || words(status);
 
     // HTTP -----------------------------------------------------------------------------------------
 
@@ -66,16 +100,41 @@
       const headers = { Accept: accept };
       if (method !== "GET") headers["X-CSRFToken"] = this.csrfToken();
       if (body !== undefined) headers["Content-Type"] = "application/json";
-      const response = await fetch(url, {
-        method,
-        headers,
-        credentials: "same-origin",
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal,
-      });
+      let response;
+      try {
+        response = await fetch(url, {
+          method,
+          headers,
+          credentials: "same-origin",
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal,
+        });
+      } catch (error) {
+        if (signal && signal.aborted) throw error;
+        throw new RequestError(this.t("offline"), { offline: true });
+      }
       if (response.ok) return response;
       const data = await response.json().catch(() => null);
-      throw new Error((data && (data.detail || JSON.stringify(data))) || `The server answered ${response.status}.`);
+      throw new RequestError(this.describeError(response.status, data), {
+        status: response.status,
+        code: (data && data.code) || "",
+      });
+    }
+
+    // A sentence for an error answer: the server's own for request errors (they are written for users),
+    // a neutral one for a failed turn, never the raw body.
+    describeError(status, data) {
+      const code = data && typeof data.code === "string" ? data.code : "";
+      if (TURN_ERRORS.has(code)) return this.t("turnFailed");
+      if (data && typeof data.detail === "string" && data.detail) return data.detail;
+      if (data && typeof data === "object") {
+        // DRF's validation shape: {"content": ["..."]}; its first message is a sentence.
+        for (const value of Object.values(data)) {
+          const first = Array.isArray(value) ? value[0] : value;
+          if (typeof first === "string" && first) return first;
+        }
+      }
+      return this.t(status >= 500 ? "serverError" : "refused", { status });
     }
 
     async json(method, url, body) {
@@ -85,23 +144,93 @@
 
     url = (id, rest = "") => `${this.api}${id}/${rest}`;
 
+    // Showing an error: a lost connection is watched until the server answers again.
+    fail(error, { unsent = false } = {}) {
+      if (error && error.offline) this.connectionLost(unsent);
+      else this.notice(error && error.message ? error.message : String(error), true);
+    }
+
+    // Connection -----------------------------------------------------------------------------------
+
+    connectionLost(unsent) {
+      this.notice(this.t(unsent ? "offlineUnsent" : "offline"), true);
+      if (this.offline) return;
+      this.offline = true;
+      this.probe();
+    }
+
+    async probe() {
+      for (let delay = 1000; this.offline; delay = Math.min(RECONNECT_MAX_MS, delay * 2)) {
+        await sleep(delay);
+        try {
+          await this.request("GET", this.listUrl());
+          this.connectionBack();
+        } catch (error) {
+          if (!error.offline) this.connectionBack(); // an answer, even an error, means the server is back
+        }
+      }
+    }
+
+    connectionBack() {
+      if (!this.offline) return;
+      this.offline = false;
+      this.notice("");
+      this.refreshConversations().catch((error) => this.fail(error));
+      if (this.current) {
+        // The events stream may be waiting out a back-off: follow again at once, then catch up.
+        this.stopFollowing();
+        this.follow(this.current).then(() => this.reload()).catch((error) => this.fail(error));
+      }
+    }
+
     // Conversations --------------------------------------------------------------------------------
 
+    listUrl = () => `${this.api}?assistant=${encodeURIComponent(this.assistant)}`;
+
+    // One page of the site's pagination (or the whole list when it does not paginate).
+    async fetchConversations(url) {
+      const data = await this.json("GET", url);
+      const items = Array.isArray(data) ? data : data.results || [];
+      return { items: items.filter((c) => c.assistant === this.assistant), next: (!Array.isArray(data) && data.next) || null };
+    }
+
     async loadConversations() {
-      const data = await this.json("GET", this.api);
-      const items = (Array.isArray(data) ? data : data.results || []).filter((c) => c.assistant === this.assistant);
+      const page = await this.fetchConversations(this.listUrl());
       this.els.list.replaceChildren();
+      this.pagesLoaded = 1;
+      this.showConversations(page);
+      return page.items;
+    }
+
+    async loadMore() {
+      if (!this.nextPage) return;
+      const page = await this.fetchConversations(this.nextPage);
+      this.pagesLoaded += 1;
+      this.showConversations(page);
+    }
+
+    // After a turn: as many pages as were shown, so "more" keeps what it loaded.
+    async refreshConversations() {
+      const pages = Math.max(1, this.pagesLoaded);
+      await this.loadConversations();
+      while (this.pagesLoaded < pages && this.nextPage) await this.loadMore();
+    }
+
+    showConversations({ items, next }) {
       for (const conversation of items) {
-        const button = el("button", "tc-conversation", conversation.title || "New conversation");
+        if (this.els.list.querySelector(`[data-id="${conversation.id}"]`)) continue; // moved between pages
+        const button = el("button", "tc-conversation", conversation.title || this.t("untitled"));
         button.type = "button";
+        button.title = button.textContent;
         button.dataset.id = conversation.id;
         button.setAttribute("aria-current", String(conversation.id === this.current));
-        button.addEventListener("click", () => this.select(conversation.id));
+        button.addEventListener("click", () => this.select(conversation.id).catch((error) => this.fail(error)));
         const item = el("li");
         item.append(button);
         this.els.list.append(item);
       }
-      return items;
+      this.nextPage = next;
+      this.els.more.hidden = !next;
     }
 
     async create() {
@@ -140,7 +269,7 @@
       this.els.messages.replaceChildren();
       for (const message of messages) this.addMessage(message);
       this.setStatus(conversation.status, messages);
-      if (conversation.status === "failed" && conversation.error) this.notice(conversation.error, true);
+      if (conversation.status === "failed") this.notice(this.t("turnFailed"), true);
     }
 
     addMessage(message) {
@@ -151,11 +280,11 @@
       if (message.role === "assistant" && !message.content && !calls.length) return null;
       const item = el("li", `tc-message tc-${message.role}`);
       if (message.id) item.dataset.id = message.id;
-      item.append(el("span", "tc-who", message.role === "user" ? "You: " : "Assistant: "));
+      item.append(el("span", "tc-who", this.t(message.role === "user" ? "you" : "assistant")));
       item.append(el("span", "tc-text", message.content || ""));
       if (calls.length) {
         const list = el("ul", "tc-calls");
-        list.setAttribute("aria-label", "Tools used");
+        list.setAttribute("aria-label", this.t("toolsUsed"));
         for (const call of calls) list.append(this.renderCall(call));
         item.append(list);
       }
@@ -164,11 +293,12 @@
       return item;
     }
 
+    // A call as users see it: its label and how it went, never its error (that is for staff and the model).
     renderCall(call) {
       const item = el("li", "tc-call");
       item.dataset.callId = call.id;
-      item.append(el("code", null, call.name), " ");
-      item.append(el("span", `tc-badge tc-status-${call.status}`, label(call.status)));
+      item.append(el("span", "tc-call-label", callLabel(call)), " ");
+      item.append(el("span", `tc-badge tc-status-${call.status}`, this.statusText(call.status)));
       return item;
     }
 
@@ -176,7 +306,7 @@
       const badge = this.els.messages.querySelector(`[data-call-id="${call.id}"] .tc-badge`);
       if (badge) {
         badge.className = `tc-badge tc-status-${call.status}`;
-        badge.textContent = label(call.status);
+        badge.textContent = this.statusText(call.status);
       }
     }
 
@@ -193,7 +323,7 @@
             // Screen readers wait for the stored message that replaces this bubble (aria-busy).
             this.draft = el("li", "tc-message tc-assistant tc-streaming");
             this.draft.setAttribute("aria-busy", "true");
-            this.draft.append(el("span", "tc-who", "Assistant: "), el("span", "tc-text", ""));
+            this.draft.append(el("span", "tc-who", this.t("assistant")), el("span", "tc-text", ""));
             this.els.messages.append(this.draft);
           }
           this.draft.querySelector(".tc-text").textContent += data.content;
@@ -214,11 +344,11 @@
           this.addMessage(data);
           break;
         case "tool_call_started":
-          this.activity(`Using ${data.name}…`);
+          this.activity(this.t("using", { tool: callLabel(data) }));
           this.updateCall(data);
           break;
         case "tool_call_finished":
-          this.activity(`${data.name}: ${label(data.status)}`);
+          this.activity(this.t("toolStatus", { tool: callLabel(data), status: this.statusText(data.status) }));
           this.updateCall(data);
           break;
         case "tool_call":
@@ -233,21 +363,21 @@
             this.updateCall(data);
           }
           if (!this.els.waiting.hidden) {
-            const texts = this.texts;
             this.els.waitingText.textContent =
               data.status === "approved"
-                ? data.approver === "user" ? texts.approvedByUser : texts.approvedByStaff
-                : confirm.fill(texts.decided, { name: data.name, status: label(data.status) });
+                ? this.t(data.approver === "user" ? "approvedByUser" : "approvedByStaff")
+                : this.t("decided", { name: callLabel(data), status: this.statusText(data.status) });
           }
           break;
         case "error":
-          this.notice(data.detail, true);
+          // The detail may quote a tool's exception: it stays for staff (the admin) and the model.
+          this.notice(this.t("turnFailed"), true);
           break;
         case "turn_end":
           this.activity("");
           this.draft = null;
-          this.reload().catch((error) => this.notice(error.message, true));
-          this.loadConversations().catch(() => {});
+          this.reload().catch((error) => this.fail(error));
+          this.refreshConversations().catch(() => {});
           break;
       }
     }
@@ -278,7 +408,8 @@
             if (controller.signal.aborted) return;
             opened();
             failures += 1;
-            await new Promise((resolve) => setTimeout(resolve, Math.min(30000, 1000 * 2 ** failures)));
+            if (error.offline || error instanceof TypeError) this.connectionLost(false);
+            await sleep(Math.min(RECONNECT_MAX_MS, 1000 * 2 ** failures));
           }
         }
       })();
@@ -293,16 +424,26 @@
     // Sending --------------------------------------------------------------------------------------
 
     async send(content) {
+      if (content.length > this.maxLength) {
+        // Refused here, with the text left where it is: nothing is lost and nothing is sent.
+        this.notice(this.t("tooLong", { count: content.length, limit: this.maxLength }), true);
+        return;
+      }
       this.setSending(true);
       this.notice("");
+      let mine = null;
+      let accepted = false;
       try {
         if (!this.current) await this.create();
         const id = this.current;
-        const mine = this.addMessage({ role: "user", content });
+        mine = this.addMessage({ role: "user", content });
         if (mine) mine.classList.add("tc-pending");
-        this.els.input.value = "";
-        this.activity("Thinking…");
+        this.activity(this.t("thinking"));
         const response = await this.request("POST", this.url(id, "messages/"), { content }, STREAM);
+        // The server took the message: only now does the text leave the box.
+        accepted = true;
+        if (this.els.input.value.trim() === content) this.els.input.value = "";
+        this.updateCounter();
         await readEvents(
           response,
           (event) => this.apply(id, event),
@@ -311,9 +452,11 @@
           },
         );
       } catch (error) {
-        this.notice(error.message, true);
         this.activity("");
-        if (this.current) await this.reload().catch(() => {});
+        // Not taken by the server: the bubble goes (it was never sent), the text stays in the box.
+        if (!accepted && mine && mine.classList.contains("tc-pending")) mine.remove();
+        this.fail(error, { unsent: !accepted });
+        if (this.current && !(error && error.offline)) await this.reload().catch(() => {});
       } finally {
         this.setSending(false);
         this.els.input.focus();
@@ -333,16 +476,24 @@
       this.setSending(this.sending);
     }
 
+    // "Cancel an order (order no: 20251120-0007)": the history has the user's own arguments; events never do.
+    describeWaiting(call) {
+      const shown = Object.entries(call.arguments || {}).filter(([, value]) => value !== null && value !== "");
+      if (!shown.length) return callLabel(call);
+      const text = (value) => (typeof value === "object" ? JSON.stringify(value) : String(value));
+      return `${callLabel(call)} (${shown.map(([key, value]) => `${words(key)}: ${text(value)}`).join(", ")})`;
+    }
+
     showWaiting(calls) {
       this.status = "awaiting_approval";
       const mine = calls.length > 0 && calls.every((call) => call.approver === "user");
-      this.els.waitingTitle.textContent = mine ? this.texts.waitingUser : this.texts.waitingStaff;
-      this.els.waitingText.textContent = mine ? this.texts.userText : this.texts.staffText;
+      this.els.waitingTitle.textContent = this.t(mine ? "waitingUser" : "waitingStaff");
+      this.els.waitingText.textContent = this.t(mine ? "userText" : "staffText");
       this.els.withdraw.hidden = mine; // Decline answers the model; withdrawing is for calls staff decide
       this.els.waitingCalls.replaceChildren(
         ...calls.map((call) => {
-          const item = el("li", null, describeCall(call));
-          if (call.approver === "user") item.append(confirm.controls(this, call, describeCall(call)));
+          const item = el("li", null, this.describeWaiting(call));
+          if (call.approver === "user") item.append(confirm.controls(this, call, this.describeWaiting(call)));
           return item;
         }),
       );
@@ -355,6 +506,16 @@
       // A conversation waiting for approval refuses new messages (409), so sending is not offered.
       this.els.send.disabled = value || this.status === "awaiting_approval";
       this.els.input.setAttribute("aria-busy", String(value));
+    }
+
+    // The limit is shown from 80% on, and the box is marked invalid past it.
+    updateCounter() {
+      const count = this.els.input.value.trim().length;
+      const near = count >= this.maxLength * 0.8;
+      this.els.counter.hidden = !near;
+      this.els.counter.textContent = near ? this.t("counter", { count, limit: this.maxLength }) : "";
+      this.els.counter.classList.toggle("tc-error", count > this.maxLength);
+      this.els.input.setAttribute("aria-invalid", String(count > this.maxLength));
     }
 
     notice(text, isError = false) {
@@ -378,20 +539,23 @@
           this.els.form.requestSubmit();
         }
       });
+      this.els.input.addEventListener("input", () => this.updateCounter());
       this.root.querySelector(".tc-new").addEventListener("click", () => {
         this.create()
           .then(() => this.els.input.focus())
-          .catch((error) => this.notice(error.message, true));
+          .catch((error) => this.fail(error));
       });
+      this.els.more.addEventListener("click", () => this.loadMore().catch((error) => this.fail(error)));
       this.root.querySelector(".tc-withdraw").addEventListener("click", () => {
         this.json("POST", this.url(this.current, "cancel/"))
-          .then(() => this.notice("The request was withdrawn."))
+          .then(() => this.notice(this.t("withdrawn")))
           .then(() => this.reload())
-          .catch((error) => this.notice(error.message, true));
+          .catch((error) => this.fail(error));
       });
       for (const example of this.root.querySelectorAll(".tc-example")) {
         example.addEventListener("click", () => {
           this.els.input.value = example.textContent;
+          this.updateCounter();
           this.els.input.focus();
         });
       }
@@ -400,10 +564,12 @@
     async start() {
       try {
         const items = await this.loadConversations();
-        const wanted = items.find((c) => `#${c.id}` === location.hash) || items[0];
-        if (wanted) await this.select(wanted.id);
+        // A linked conversation (#<id>) may be on a later page: it is opened all the same.
+        const linked = /^#[0-9a-f-]{36}$/i.test(location.hash) ? location.hash.slice(1) : null;
+        const wanted = linked || (items[0] && items[0].id);
+        if (wanted) await this.select(wanted);
       } catch (error) {
-        this.notice(error.message, true);
+        this.fail(error);
       }
     }
   }

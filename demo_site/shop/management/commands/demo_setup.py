@@ -4,6 +4,7 @@ import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
@@ -54,14 +55,24 @@ class Command(BaseCommand):
         for order_no, username, state, eta, lines in ORDERS:
             self.order(order_no, users[username], state, eta, [(products[sku], qty) for sku, qty in lines], reset)
 
-        url = f"http://127.0.0.1:{getattr(settings, 'DEMO_PORT', 8000)}/"
+        host = getattr(settings, "DEMO_HOST", "127.0.0.1")
+        url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{getattr(settings, 'DEMO_PORT', 8000)}/"
         self.stdout.write(self.style.SUCCESS("The demo shop is ready."))
         self.stdout.write(f"  Chat page:  {url}")
         self.stdout.write(f"  Admin:      {url}admin/")
         for username, password in CUSTOMERS:
             self.stdout.write(f"  Customer:   {username} / {password}")
         self.stdout.write(f"  Staff:      {ADMIN[0]} / {ADMIN[1]}  (approves tool calls in the admin)")
+        if apps.is_installed("rest_framework.authtoken"):
+            # The README's curl examples read it from $TOKEN.
+            self.stdout.write(f"  API token:  export TOKEN={self.token(users['alice'])}  (alice's)")
+            self.stdout.write(f"  Approver:   export STAFF_TOKEN={self.token(users[ADMIN[0]])}  (admin's)")
         self.stdout.write("  Try: “Where is my order 20250719-0032?” or “Please cancel my order 20251120-0007.”")
+
+    def token(self, user: Any) -> str:
+        from rest_framework.authtoken.models import Token
+
+        return Token.objects.get_or_create(user=user)[0].key
 
     def product(self, sku: str, name: str, description: str, price: str, stock: int, reset: bool) -> Product:
         # Stock is only set on creation (or --reset): cancellations in the demo put goods back on the shelf.

@@ -1,0 +1,41 @@
+"""Every error of the API has its one shape, also a 404 that Django raised or a path no view takes."""
+
+import uuid
+
+from django.test import Client
+
+URL = "/api/toolcalling/"
+NOT_FOUND = {"code": "not_found", "status": None}
+
+
+def test_a_missing_object_is_a_404_in_the_apis_shape(api):
+    response = api.get(URL + f"conversations/{uuid.uuid4()}/")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "No Conversation matches the given query.", **NOT_FOUND}
+
+
+def test_an_id_that_is_not_one_is_a_json_404_not_the_sites_html_page(alice):
+    client = Client(enforce_csrf_checks=True)  # a browser session: a POST without a token
+    client.force_login(alice)
+    for method, path in [
+        ("get", "conversations/0.5/"),
+        ("post", "conversations/0.5/cancel/"),
+        ("get", "tool-calls/a.b/approve/"),
+    ]:
+        response = getattr(client, method)(URL + path)
+        assert response.status_code == 404, path
+        assert response["Content-Type"] == "application/json"
+        assert response.json() == {"detail": "Not found.", **NOT_FOUND}
+
+
+def test_a_path_without_its_slash_is_still_redirected(alice):
+    client = Client()
+    client.force_login(alice)
+    response = client.get(URL + "conversations")
+    assert response.status_code == 301 and response["Location"] == URL + "conversations/"
+
+
+def test_a_body_that_is_not_json_is_a_400_with_a_code(api):
+    response = api.post(URL + "conversations/", data=b"\x00", content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["code"] == "parse_error" and response.json()["status"] is None

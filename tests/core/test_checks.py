@@ -1,0 +1,84 @@
+"""System checks for Celery wiring mistakes, each seen as a site would see it: a fresh process with its own settings."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SITE = textwrap.dedent(
+    """
+    import json, sys
+    import django
+    from django.conf import settings
+
+    options = json.loads(sys.argv[1])
+    settings.configure(
+        INSTALLED_APPS=["django.contrib.auth", "django.contrib.contenttypes", "rest_framework", "toolcalling",
+                        *options["apps"]],
+        DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
+        USE_TZ=True, SECRET_KEY="x",
+        TOOLCALLING={"OFFLINE_MODEL": True, "SITE_URL": "https://shop.example", **options["toolcalling"]},
+        **options["settings"],
+    )
+    if options["celery_app"]:  # what yoursite/celery.py does, when yoursite/__init__.py imports it
+        from celery import Celery
+        app = Celery("yoursite")
+        app.config_from_object("django.conf:settings", namespace="CELERY")
+    django.setup()
+    from django.core.checks import run_checks
+    print(json.dumps({m.id: {"msg": str(m.msg), "hint": str(m.hint)} for m in run_checks(tags=["toolcalling"])}))
+    """
+)
+
+GATED = ["tests.testapp"]  # has delete_everything, which requires approval
+
+
+def checks_of(*, apps=GATED, celery_app=True, toolcalling=None, **settings) -> dict[str, dict[str, str]]:
+    options = {"apps": apps, "celery_app": celery_app, "toolcalling": toolcalling or {}, "settings": settings}
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DJANGO_SETTINGS_MODULE")}
+    result = subprocess.run(
+        [sys.executable, "-c", SITE, json.dumps(options)], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_gated_tools_without_a_celery_app_are_an_error_naming_the_fix():
+    # Even "eager" fails then: without the site's app, nobody reads the CELERY_* settings.
+    found = checks_of(celery_app=False, CELERY_TASK_ALWAYS_EAGER=True, CELERY_BROKER_URL="redis://localhost:1/0")
+    error = found["toolcalling.E004"]
+    assert "delete_everything" in error["msg"] and "amqp://localhost" in error["msg"]
+    assert "from .celery import app as celery_app" in error["hint"]
+    assert "DJANGO_SETTINGS_MODULE" in error["hint"]
+
+
+def test_a_site_without_gated_tools_needs_no_celery_app():
+    assert "toolcalling.E004" not in checks_of(apps=[], celery_app=False)
+
+
+def test_gated_tools_with_an_app_but_no_broker_are_a_warning_naming_the_fix():
+    found = checks_of(CELERY_TASK_ALWAYS_EAGER=False)
+    assert "toolcalling.E004" not in found
+    warning = found["toolcalling.W003"]
+    assert "delete_everything" in warning["msg"] and "'yoursite'" in warning["msg"]
+    assert "CELERY_BROKER_URL" in warning["hint"] and "CELERY_TASK_ALWAYS_EAGER = True" in warning["hint"]
+
+
+def test_an_eager_site_without_a_broker_is_fine():
+    assert checks_of(CELERY_TASK_ALWAYS_EAGER=True) == {}
+
+
+def test_a_worker_without_shared_events_is_a_warning_naming_the_fix():
+    found = checks_of(CELERY_BROKER_URL="redis://localhost:6379/0")
+    assert set(found) == {"toolcalling.W004"}
+    assert "EVENTS_REDIS_URL" in found["toolcalling.W004"]["msg"]
+    assert 'TOOLCALLING["EVENTS_REDIS_URL"]' in found["toolcalling.W004"]["hint"]
+
+
+def test_a_worker_with_shared_events_is_fine():
+    shared = {"EVENTS_REDIS_URL": "redis://localhost:6379/1"}
+    assert checks_of(CELERY_BROKER_URL="redis://localhost:6379/0", toolcalling=shared) == {}

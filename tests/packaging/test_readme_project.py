@@ -1,0 +1,248 @@
+"""The README's setup, followed literally: a fresh project built from its own code blocks, the built wheel in a
+fresh virtualenv, migrations, a real Redis and Celery worker, then a chat, a staff approval and a stream.
+
+The blocks are read from README.md (marked ``<!-- readme-project: ... -->``), never copied here, so the
+README cannot drift from what works. The only changes made to its commands: the interactive
+``createsuperuser`` gets ``--noinput`` (its answers come from the environment), ``<username>`` is the
+staff user it made, and the servers get a free port and test-friendly worker options. The model is the strict local
+server with a scripted model, reached through ``OPENAI_BASE_URL`` as the README says.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2
+import pytest
+from django.conf import settings
+
+from tests import services
+from tests.packaging.conftest import ROOT, Dist
+from tests.streaming.helpers import SSE, Stream, parse, read
+from toolcalling.testing import OpenAICompatibleServer, ScriptedModel
+
+MARK = re.compile(r"<!-- readme-project: (\w[\w-]*)(?: (\S+))? -->\s*\n```\w*\n(.*?)\n```", re.DOTALL)
+
+
+@dataclass
+class Block:
+    action: str  # run (shell lines), create or append (a file), serve (long-running shell lines)
+    path: str | None
+    text: str
+
+
+def readme_blocks() -> list[Block]:
+    blocks = [Block(a, p, t) for a, p, t in MARK.findall((ROOT / "README.md").read_text())]
+    assert {b.action for b in blocks} == {"run", "create", "append", "serve"}, blocks
+    return blocks
+
+
+def commands(block: Block) -> list[str]:
+    """The block's shell lines, without comments."""
+    lines = [line.split(" #", 1)[0].strip() for line in block.text.splitlines()]
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+@pytest.fixture(scope="module")
+def venv(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtualenv with the wheel, as the README installs it, and the pinned requirements.
+
+    This process's pip installs into it (``--python``), which spares the virtualenv a pip of its own, and
+    skips compiling bytecode up front: the same packages, a third of the time.
+    """
+    where = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    pip = [sys.executable, "-m", "pip", "--python", str(where / "bin/python"), "--disable-pip-version-check"]
+    install = [*pip, "install", "--quiet", "--no-compile", "-r", str(ROOT / "requirements/base.txt"), str(dist.wheel)]
+    result = subprocess.run(install, capture_output=True)
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    return where
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[tuple[ScriptedModel, str]]:
+    scripted = ScriptedModel()
+    with OpenAICompatibleServer(scripted) as server:
+        yield scripted, server.base_url
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with services.redis_server(tmp_path_factory.mktemp("redis"), services.free_port()) as url:
+        yield url + "/0"
+
+
+class Project:
+    """The project directory and the environment its commands run in (the fresh virtualenv first on PATH)."""
+
+    def __init__(self, root: Path, venv: Path, env: dict[str, str]) -> None:
+        self.root, self.venv, self.env = root, venv, env
+        self.outputs: dict[str, str] = {}
+
+    def run(self, line: str) -> str:
+        argv = shlex.split(line)
+        if argv[:3] == ["python", "manage.py", "createsuperuser"]:
+            argv.append("--noinput")  # username, e-mail and password come from DJANGO_SUPERUSER_*
+        argv = ["admin" if arg == "<username>" else arg for arg in argv]
+        argv[0] = str(self.venv / "bin" / argv[0])
+        result = subprocess.run(argv, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, f"{line}\n{result.stdout}\n{result.stderr}"
+        self.outputs[line] = result.stdout + result.stderr
+        return result.stdout
+
+    def write(self, block: Block) -> None:
+        path = self.root / str(block.path)
+        assert block.text.startswith(f"# {block.path}"), f"the block for {block.path} should say where it goes"
+        if block.action == "create":
+            path.write_text(block.text + "\n")
+        else:
+            assert path.exists(), f"{block.path} should exist before the README adds to it"
+            path.write_text(path.read_text() + "\n\n" + block.text + "\n")
+
+    def start(self, line: str, log: Path, port: int) -> subprocess.Popen:
+        argv = shlex.split(line)
+        if argv[:2] == ["celery", "-A"]:
+            argv += ["--concurrency=1", "--without-gossip", "--without-mingle"]
+        elif argv[1:3] == ["manage.py", "runserver"]:
+            argv += [f"127.0.0.1:{port}", "--noreload"]
+        argv[0] = str(self.venv / "bin" / argv[0])
+        return subprocess.Popen(argv, cwd=self.root, env=self.env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+
+
+@pytest.fixture(scope="module")
+def site(venv, model, redis_url, tmp_path_factory) -> Iterator[tuple[Project, str]]:
+    """The README's project, migrated, with its worker and web server running."""
+    _, base_url = model
+    root = tmp_path_factory.mktemp("project")
+    keep = ("HOME", "LANG", "LC_ALL", "TMPDIR")
+    env = {k: v for k, v in os.environ.items() if k in keep}
+    env.update(
+        PATH=f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+        REDIS_URL=redis_url,
+        OPENAI_BASE_URL=base_url,
+        OPENAI_API_KEY="test-key",
+        DJANGO_SUPERUSER_USERNAME="admin",
+        DJANGO_SUPERUSER_EMAIL="admin@example.com",
+        DJANGO_SUPERUSER_PASSWORD="admin-password-1234",
+    )
+    project = Project(root, venv, env)
+    servers: list[tuple[subprocess.Popen, Path]] = []
+    port = services.free_port()
+    try:
+        for block in readme_blocks():
+            if block.action == "run":
+                for line in commands(block):
+                    project.run(line)
+            elif block.action in ("create", "append"):
+                project.write(block)
+            else:
+                for line in commands(block):
+                    if line.startswith("redis-server"):
+                        continue  # this test's own redis-server, at REDIS_URL
+                    log = root / f"{line.split()[0]}.log"
+                    servers.append((project.start(line, log, port), log))
+        yield project, f"http://127.0.0.1:{port}"
+    finally:
+        for process, log in servers:
+            services.stop_worker(process, log)
+
+
+def wait_ready(site: tuple[Project, str]) -> None:
+    project, base = site
+    worker_log = project.root / "celery.log"
+    services.wait_until(lambda: "ready." in worker_log.read_text(), timeout=60, what="the README's Celery worker")
+
+    def answers() -> bool:
+        try:
+            return httpx2.get(base + "/api/toolcalling/assistants/", timeout=2).status_code in (401, 403)
+        except httpx2.TransportError:
+            return False
+
+    services.wait_until(answers, timeout=60, what="the README's runserver")
+
+
+def token(project: Project, username: str) -> str:
+    out = project.run(f"python manage.py drf_create_token {username}")
+    return re.search(r"Generated token (\w+) for user", out).group(1)
+
+
+def follow_events(base: str, headers: dict, conversation: str, stream: Stream) -> threading.Thread:
+    """Read the conversation's new events in a thread until the next ``turn_end``; returns once connected."""
+    connected = threading.Event()
+
+    def work() -> None:
+        url = f"{base}/api/toolcalling/conversations/{conversation}/events/"
+        with httpx2.Client(headers=headers, timeout=60) as client:
+            with client.stream("GET", url, headers=SSE) as response:
+                connected.set()  # the server fixed its starting point before it answered
+                parse(response.iter_lines(), stream, stop=lambda e: e.type == "turn_end")
+        connected.set()
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    assert connected.wait(30), "the events stream did not open"
+    return thread
+
+
+# Its own project, database and services: one run of the suite is enough (the PostgreSQL pass skips it), and its
+# set-up (a build, a virtualenv, migrations, two servers) takes longer than the suite's usual 120 s bound.
+@pytest.mark.skipif(settings.DATABASE == "postgresql", reason="independent of the suite's database: run on SQLite")
+@pytest.mark.timeout(480)
+def test_the_readme_project_chats_approves_on_its_worker_and_streams(site, model):
+    project, base = site
+    scripted, _ = model
+    wait_ready(site)
+    assert "System check identified no issues" in project.outputs["python manage.py check"]
+    assert "Generated token" in project.outputs["python manage.py drf_create_token <username>"]
+
+    # The customer who chats (the README made only the staff user).
+    create = "from django.contrib.auth import get_user_model; get_user_model().objects.create_user('alice')"
+    project.run(f"python manage.py shell -c {shlex.quote(create)}")
+    alice = {"Authorization": f"Token {token(project, 'alice')}"}
+    staff = {"Authorization": f"Token {token(project, 'admin')}"}
+    api = f"{base}/api/toolcalling/"
+    with httpx2.Client(timeout=30) as http:
+        assert http.get(api + "assistants/", headers=alice).json()[0]["id"] == "shop"
+        conversation = http.post(api + "conversations/", json={"assistant": "shop"}, headers=alice).json()["id"]
+
+        # A gated call: stored, waiting for a staff member; nothing runs yet.
+        scripted.call("set_display_name", {"first_name": "Alice", "last_name": "Liddell"})
+        url = api + f"conversations/{conversation}/messages/"
+        answer = http.post(url, json={"content": "Call me Alice Liddell"}, headers=alice)
+        assert answer.status_code == 201, answer.text
+        (waiting,) = answer.json()["awaiting_approval"]
+        assert (waiting["name"], waiting["label"]) == ("set_display_name", "Change my display name")
+
+        # The staff member approves; the worker runs the call and continues the conversation, and its events
+        # reach this reader through Redis.
+        scripted.reply("Done: you are Alice Liddell now.")
+        events = Stream()
+        reader = follow_events(base, alice, conversation, events)
+        approved = http.post(api + f"tool-calls/{waiting['id']}/approve/", headers=staff)
+        assert approved.status_code == 200, approved.text
+        reader.join(timeout=60)
+        assert not reader.is_alive(), "the worker's events never arrived"
+        (decided,) = [e.data for e in events.of("tool_call_decided")]
+        assert (decided["status"], decided["label"]) == ("approved", "Change my display name")
+        finished = [e.data for e in events.of("tool_call_finished")]
+        assert finished and finished[-1]["status"] == "succeeded" and finished[-1]["label"] == "Change my display name"
+        assert events.of("message")[-1].data["content"] == "Done: you are Alice Liddell now."
+
+        # A streamed turn: the tool reads what the worker wrote.
+        scripted.call("whoami", {})
+        scripted.reply("You are Alice Liddell.")
+        with http.stream("POST", url, json={"content": "Who am I?"}, headers={**alice, **SSE}) as response:
+            assert response.status_code == 200
+            streamed = read(response)
+    assert "".join(e.data["content"] for e in streamed.of("delta")) == "You are Alice Liddell."
+    assert streamed.types[-1] == "turn_end"
+    assert '"name":"Alice Liddell"' in scripted.requests[-1]["messages"][-1]["content"]
+    scripted.assert_done()

@@ -1,0 +1,276 @@
+"""The API's OpenAPI description, for sites that use drf-spectacular (``pip install django-toolcalling[openapi]``).
+
+The app config imports this module only when drf-spectacular is installed, so the app works without it.
+The views carry no schema code: each is described here by an ``OpenApiViewExtension``, which hands
+drf-spectacular an annotated subclass of the view when it builds the site's schema. Every endpoint lists
+its bodies, the streamed (``text/event-stream``) and ``202`` variants of a posted message, and the error
+bodies with their codes (``toolcalling.exceptions``, shaped by ``api.errors``); the bodies themselves are
+in ``openapi_bodies``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiViewExtension
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+
+from ..models import Conversation, ToolCall
+from .openapi_bodies import (
+    EVENT_STREAM,
+    JSON_RPC_ANSWER,
+    JSON_RPC_MESSAGE,
+    SERVER_SENT_EVENT,
+    AnyToolCallSerializer,
+    AssistantSerializer,
+    BackgroundTurnSerializer,
+    CancelResultSerializer,
+    MessageHistorySerializer,
+    TurnErrorSerializer,
+    TurnResultSerializer,
+    as_json,
+    errors,
+)
+from .serializers import (
+    ApprovalToolCallSerializer,
+    ApproveInputSerializer,
+    ConversationSerializer,
+    MessageInputSerializer,
+    RejectInputSerializer,
+)
+from .throttling import DEFAULT_TURN_RATE
+
+# Views --------------------------------------------------------------------------------------------------
+
+ASSISTANT_PARAMETER = OpenApiParameter("assistant", str, description="Only conversations with this assistant.")
+STATUS_PARAMETER = OpenApiParameter(
+    "status",
+    str,
+    description="Only calls with these statuses, comma-separated: " + ", ".join(ToolCall.Status.values) + ".",
+)
+PAGE_PARAMETERS = [
+    OpenApiParameter("cursor", str, description="Ask for pages; the cursor of the page to answer (from `next`)."),
+    OpenApiParameter("page_size", int, description="Ask for pages of this many messages (default 50, at most 200)."),
+]
+AFTER_PARAMETERS = [
+    OpenApiParameter("after", int, description="Replay the events after this seq first (default: only new ones)."),
+    OpenApiParameter(
+        "Last-Event-ID",
+        int,
+        location=OpenApiParameter.HEADER,
+        description="As `after`; sent by a reconnecting EventSource, and wins over `after`.",
+    ),
+]
+
+
+class ConversationViewSetSchema(OpenApiViewExtension):
+    target_class = "toolcalling.api.views.ConversationViewSet"
+    match_subclasses = True
+
+    def view_replacement(self) -> type:
+        @extend_schema_view(
+            list=extend_schema(
+                summary="The user's conversations",
+                description="Newest activity first; paginated as the site's DRF settings say.",
+                parameters=[ASSISTANT_PARAMETER],
+                responses={200: ConversationSerializer, **errors()},
+            ),
+            create=extend_schema(
+                summary="Start a conversation",
+                description='With `{"assistant": "<id>"}`; the user must be allowed to use that assistant.',
+                responses={201: ConversationSerializer, **errors(400)},
+            ),
+            retrieve=extend_schema(
+                summary="One conversation",
+                description="With its `status`; another user's conversation is a 404.",
+                responses={200: ConversationSerializer, **errors(404)},
+            ),
+            partial_update=extend_schema(
+                summary="Rename a conversation",
+                description="Only `title` can change.",
+                responses={200: ConversationSerializer, **errors(400, 404)},
+            ),
+            destroy=extend_schema(
+                summary="Delete a conversation",
+                description="With its messages and tool calls.",
+                responses={204: None, **errors(404)},
+            ),
+            cancel=extend_schema(
+                summary="Cancel the waiting calls",
+                description="Each call still awaiting approval is answered as cancelled; the conversation is idle.",
+                request=None,
+                responses={200: CancelResultSerializer, **errors(404, e409="nothing_waiting: no call waits.")},
+            ),
+        )
+        class Described(self.target):  # type: ignore[name-defined, misc]
+            def get_queryset(self) -> Any:
+                if getattr(self, "swagger_fake_view", False):  # building the schema: there is no user
+                    return Conversation.objects.none()
+                return super().get_queryset()
+
+        return Described
+
+
+class MessageListViewSchema(OpenApiViewExtension):
+    target_class = "toolcalling.api.views.MessageListView"
+    match_subclasses = True
+
+    def view_replacement(self) -> type:
+        post_responses = {
+            (201, "application/json"): OpenApiResponse(
+                TurnResultSerializer, description="The turn ran; its new messages and the calls waiting for approval."
+            ),
+            (200, "text/event-stream"): OpenApiResponse(
+                SERVER_SENT_EVENT,
+                description="With `Accept: text/event-stream`: the turn's events as server-sent events, "
+                "until `turn_end`.",
+            ),
+            (202, "application/json"): OpenApiResponse(
+                BackgroundTurnSerializer, description='With `"background": true`: a Celery worker runs the turn.'
+            ),
+            **as_json(
+                errors(
+                    400,
+                    404,
+                    409,
+                    429,
+                    503,
+                    e403="permission_denied: the user may not use this assistant (or is not signed in).",
+                    e409="conversation_busy (a turn runs or calls await a decision), assistant_unavailable.",
+                    e429=f"throttled (scope toolcalling_turn, default {DEFAULT_TURN_RATE}), usage_limit_exceeded.",
+                )
+            ),
+            (422, "application/json"): OpenApiResponse(
+                TurnErrorSerializer,
+                description="The turn failed: model_call_limit_exceeded, tool_call_limit_exceeded, "
+                "output_validation_failed, tool_error.",
+            ),
+            (502, "application/json"): OpenApiResponse(
+                TurnErrorSerializer, description="model_error: the model endpoint failed."
+            ),
+        }
+
+        @extend_schema_view(
+            get=extend_schema(
+                summary="The conversation's history",
+                description="The whole history, oldest first; with `cursor` or `page_size` a page of it, newest first.",
+                parameters=PAGE_PARAMETERS,
+                responses={200: MessageHistorySerializer, **errors(404)},
+            ),
+            post=extend_schema(
+                summary="Post a message: run a turn",
+                description="Answers with the turn's new messages (201); with `Accept: text/event-stream` "
+                'streams its events (200); with `"background": true` a Celery worker runs it (202). Throttled '
+                f"by the scope `toolcalling_turn` (default {DEFAULT_TURN_RATE} per user).",
+                request=MessageInputSerializer,
+                responses=post_responses,
+            ),
+        )
+        class Described(self.target):  # type: ignore[name-defined, misc]
+            pass
+
+        return Described
+
+
+class ConversationEventsViewSchema(OpenApiViewExtension):
+    target_class = "toolcalling.api.streams.ConversationEventsView"
+    match_subclasses = True
+
+    def view_replacement(self) -> type:
+        @extend_schema_view(
+            get=extend_schema(
+                summary="Follow the conversation's events",
+                description="Server-sent events as they happen, resumable from `after` or `Last-Event-ID`; "
+                "the stream closes after EVENTS_IDLE_TIMEOUT seconds without an event (reconnect).",
+                parameters=AFTER_PARAMETERS,
+                responses={(200, "text/event-stream"): EVENT_STREAM, **as_json(errors(400, 404))},
+            )
+        )
+        class Described(self.target):  # type: ignore[name-defined, misc]
+            pass
+
+        return Described
+
+
+class AssistantListViewSchema(OpenApiViewExtension):
+    target_class = "toolcalling.api.views.AssistantListView"
+    match_subclasses = True
+
+    def view_replacement(self) -> type:
+        @extend_schema_view(
+            get=extend_schema(
+                summary="The assistants this user may use",
+                responses={200: AssistantSerializer(many=True), **errors()},
+            )
+        )
+        class Described(self.target):  # type: ignore[name-defined, misc]
+            pass
+
+        return Described
+
+
+class ToolCallViewSetSchema(OpenApiViewExtension):
+    target_class = "toolcalling.api.views.ToolCallViewSet"
+    match_subclasses = True
+
+    def view_replacement(self) -> type:
+        decided = "already_decided: the call was decided, cancelled or expired first."
+
+        @extend_schema_view(
+            list=extend_schema(
+                summary="Tool calls",
+                description="Approvers see every call, other users the calls of their own conversations.",
+                parameters=[STATUS_PARAMETER],
+                responses={200: AnyToolCallSerializer, **errors(400)},
+            ),
+            retrieve=extend_schema(summary="One tool call", responses={200: AnyToolCallSerializer, **errors(404)}),
+            approve=extend_schema(
+                summary="Approve a waiting call",
+                description="Optionally with edited `arguments`; a Celery worker runs the call, exactly once. "
+                "Approvers only.",
+                request=ApproveInputSerializer,
+                responses={200: ApprovalToolCallSerializer, **errors(400, 404, 409, 503, e409=decided)},
+            ),
+            reject=extend_schema(
+                summary="Reject a waiting call",
+                description="With a `reason` the model is told. Approvers only.",
+                request=RejectInputSerializer,
+                responses={200: ApprovalToolCallSerializer, **errors(400, 404, 409, e409=decided)},
+            ),
+        )
+        class Described(self.target):  # type: ignore[name-defined, misc]
+            def get_queryset(self) -> Any:
+                if getattr(self, "swagger_fake_view", False):
+                    return ToolCall.objects.none()
+                return super().get_queryset()
+
+            def get_serializer_class(self) -> Any:
+                if getattr(self, "swagger_fake_view", False):
+                    return AnyToolCallSerializer
+                return super().get_serializer_class()
+
+        return Described
+
+
+class MCPViewSchema(OpenApiViewExtension):
+    target_class = "toolcalling.mcp.MCPView"
+    match_subclasses = True
+
+    def view_replacement(self) -> type:
+        @extend_schema_view(
+            post=extend_schema(
+                summary="MCP Streamable HTTP: one JSON-RPC message (or batch) in, one JSON answer out",
+                description="Serves the assistant's tools to the authenticated user; see the README's MCP section.",
+                request={"application/json": JSON_RPC_MESSAGE},
+                responses={
+                    200: OpenApiResponse(JSON_RPC_ANSWER, description="The answer to the requests it held."),
+                    202: OpenApiResponse(None, description="Only notifications: accepted, nothing to answer."),
+                    400: OpenApiResponse(JSON_RPC_ANSWER, description="Not JSON, or not JSON-RPC: a JSON-RPC error."),
+                    **errors(404, 501, e404="not_found: no such assistant.", e501="mcp_not_installed."),
+                },
+            )
+        )
+        class Described(self.target):  # type: ignore[name-defined, misc]
+            pass
+
+        return Described

@@ -1,0 +1,202 @@
+"""The bodies, statuses and errors of the API's OpenAPI description (see ``openapi``), for drf-spectacular only.
+
+These serializers and schemas describe what the views answer; the views do not use them. Imported, like
+``openapi``, only when drf-spectacular is installed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer
+from rest_framework import serializers
+
+from ..models import Conversation, ToolCall
+from .serializers import ConversationStatusField, MessageSerializer, ToolCallSerializer
+
+# Statuses -----------------------------------------------------------------------------------------------
+
+
+class ConversationStatusSchema(OpenApiSerializerFieldExtension):
+    """One named enum per status field class, so a site's schema needs no ENUM_NAME_OVERRIDES for ours."""
+
+    target_class = "toolcalling.api.serializers.ConversationStatusField"
+    component = "ConversationStatus"
+    choices = Conversation.Status
+
+    def get_name(self) -> str:
+        return self.component
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        described = "; ".join(f"`{value}`: {label}" for value, label in self.choices.choices)
+        return {"type": "string", "enum": list(self.choices.values), "description": described}
+
+
+class ToolCallStatusSchema(ConversationStatusSchema):
+    target_class = "toolcalling.api.serializers.ToolCallStatusField"
+    component = "ToolCallStatus"
+    choices = ToolCall.Status
+
+
+# Bodies -------------------------------------------------------------------------------------------------
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every error but a validation error: what went wrong, for people and for programs."""
+
+    detail = serializers.CharField(help_text="What went wrong, as a sentence.")
+    code = serializers.CharField(
+        help_text="What went wrong, for programs: conversation_busy, nothing_waiting, assistant_unavailable, "
+        "already_decided, model_error, model_call_limit_exceeded, tool_call_limit_exceeded, "
+        "output_validation_failed, tool_error, usage_limit_exceeded, queue_unavailable, or DRF's own "
+        "(not_authenticated, permission_denied, not_found, throttled, ...)."
+    )
+    status = serializers.CharField(
+        allow_null=True,
+        help_text="The conversation's status after the error (for decisions, the call's), or null.",
+    )
+
+
+class TurnErrorSerializer(ErrorSerializer):
+    """A turn that failed: the error, and the messages the turn stored before it failed."""
+
+    messages = MessageSerializer(many=True, required=False, help_text="Present when a turn failed.")
+
+
+VALIDATION_ERROR = {
+    "type": "object",
+    "description": "DRF's validation errors: each invalid field with its messages.",
+    "additionalProperties": {"type": "array", "items": {"type": "string"}},
+}
+# A 400 is a validation error, or a body that could not be parsed (code parse_error, the one error shape).
+BAD_REQUEST = {"anyOf": [VALIDATION_ERROR, {"$ref": "#/components/schemas/Error"}]}
+
+
+class AssistantSerializer(serializers.Serializer):
+    """An assistant this user may talk to."""
+
+    id = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+
+
+class TurnResultSerializer(serializers.Serializer):
+    """A turn that ran: its new messages and the calls that wait for a decision."""
+
+    status = ConversationStatusField(help_text="The conversation's status.")
+    messages = MessageSerializer(many=True, help_text="The messages this turn stored, the user's first.")
+    awaiting_approval = ToolCallSerializer(many=True, help_text="The calls that wait for a decision.")
+
+
+class BackgroundTurnSerializer(serializers.Serializer):
+    """A turn handed to a Celery worker, and where to follow it."""
+
+    status = ConversationStatusField()
+    after = serializers.IntegerField(help_text="The last event before this turn's.")
+    events = serializers.URLField(help_text="Where to follow the turn: the events endpoint after `after`.")
+
+
+class CancelResultSerializer(serializers.Serializer):
+    """The waiting calls, now cancelled."""
+
+    status = ConversationStatusField()
+    cancelled = ToolCallSerializer(many=True)
+
+
+class MessagePageSerializer(serializers.Serializer):
+    """One page of the history, newest first."""
+
+    next = serializers.URLField(allow_null=True, help_text="Older messages, or null.")
+    previous = serializers.URLField(allow_null=True, help_text="Newer messages, or null.")
+    results = MessageSerializer(many=True)
+
+
+MessageHistorySerializer = PolymorphicProxySerializer(
+    component_name="MessageHistory",
+    serializers=[MessageSerializer(many=True), MessagePageSerializer],
+    resource_type_field_name=None,
+    many=False,
+)
+
+
+class AnyToolCallSerializer(ToolCallSerializer):
+    """A tool call; approvers also see whose conversation it belongs to."""
+
+    conversation = serializers.UUIDField(required=False, help_text="Approvers only.")
+    user = serializers.CharField(required=False, help_text="Approvers only.")
+    assistant = serializers.CharField(required=False, help_text="Approvers only.")
+
+    class Meta(ToolCallSerializer.Meta):
+        fields = [*ToolCallSerializer.Meta.fields, "conversation", "user", "assistant"]
+        read_only_fields = ToolCallSerializer.Meta.fields
+
+
+# One server-sent event, as the stream's lines make it (OpenAPI 3.0 cannot say "a sequence of"; readers that
+# know text/event-stream, like schemathesis, read the schema per event).
+SERVER_SENT_EVENT = {
+    "type": "object",
+    "description": "One server-sent event; the stream starts with `retry:` and an `id:` line without data "
+    "(the last event before it).",
+    "properties": {
+        "id": {"type": "string", "description": "The event's seq in its conversation (resume with Last-Event-ID)."},
+        "event": {
+            "type": "string",
+            "description": "Its type: message, delta, tool_call, tool_call_started, tool_call_finished, "
+            "tool_call_decided, awaiting_approval, error or turn_end (see the README's event table).",
+        },
+        "data": {"type": "string", "description": "JSON: `seq`, `type` and the fields of that type."},
+        "retry": {"type": "integer", "description": "How long a reader waits before it reconnects (ms)."},
+    },
+    "required": ["data"],
+}
+
+EVENT_STREAM = OpenApiResponse(
+    SERVER_SENT_EVENT,
+    description="Server-sent events (`id:` = the event's seq, `event:` = its type, `data:` = JSON); "
+    "see the README's event table.",
+)
+
+# Errors -------------------------------------------------------------------------------------------------
+
+ERRORS: dict[int, OpenApiResponse] = {
+    400: OpenApiResponse(
+        BAD_REQUEST,
+        description="Invalid input (DRF's validation error shape), or a body that is not JSON (parse_error).",
+    ),
+    401: OpenApiResponse(ErrorSerializer, description="not_authenticated, authentication_failed."),
+    403: OpenApiResponse(ErrorSerializer, description="permission_denied (or not signed in, with session auth)."),
+    404: OpenApiResponse(ErrorSerializer, description="not_found: no such object of this user's."),
+    409: OpenApiResponse(ErrorSerializer, description="A conflict; `code` says which."),
+    429: OpenApiResponse(ErrorSerializer, description="throttled, usage_limit_exceeded (with Retry-After)."),
+    501: OpenApiResponse(ErrorSerializer, description="Not implemented here."),
+    503: OpenApiResponse(ErrorSerializer, description="queue_unavailable: nothing was started or decided."),
+}
+
+
+def errors(*statuses: int, **described: str) -> dict[int, OpenApiResponse]:
+    """The error responses of one operation; ``described`` rewords one, e.g. ``e409="conversation_busy."``."""
+    out = {status: ERRORS[status] for status in (401, 403, *statuses)}
+    for key, text in described.items():
+        status = int(key.removeprefix("e"))
+        out[status] = OpenApiResponse(ERRORS[status].response, description=text)
+    return out
+
+
+def as_json(responses: dict[int, OpenApiResponse]) -> dict[tuple[int, str], OpenApiResponse]:
+    return {(status, "application/json"): response for status, response in responses.items()}
+
+
+# MCP ----------------------------------------------------------------------------------------------------
+
+JSON_RPC_MESSAGE = {
+    "description": "A JSON-RPC 2.0 message of the Model Context Protocol, or a batch of them.",
+    "anyOf": [{"type": "object", "additionalProperties": {}}, {"type": "array", "items": {"type": "object"}}],
+}
+JSON_RPC_ANSWER = {
+    "description": "The JSON-RPC answer (`result` or `error`), or the answers of a batch.",
+    "anyOf": [
+        {"type": "object", "properties": {"jsonrpc": {"type": "string"}}, "required": ["jsonrpc"]},
+        {"type": "array", "items": {"type": "object"}},
+    ],
+}

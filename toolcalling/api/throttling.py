@@ -1,0 +1,23 @@
+"""The throttle on the one request that spends model tokens: posting a message (scope ``toolcalling_turn``)."""
+
+from __future__ import annotations
+
+from rest_framework.settings import api_settings
+from rest_framework.throttling import UserRateThrottle
+
+DEFAULT_TURN_RATE = "20/minute"
+
+
+class TurnRateThrottle(UserRateThrottle):
+    """Turns per user (per IP address for anonymous requests), on top of the site's own throttles.
+
+    The rate is ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["toolcalling_turn"]`` when the site sets it
+    (``None`` switches the throttle off), else ``DEFAULT_TURN_RATE``. It is read per request, not when
+    the class is imported, so changed settings apply at once.
+    """
+
+    scope = "toolcalling_turn"
+
+    def get_rate(self) -> str | None:
+        rates = api_settings.DEFAULT_THROTTLE_RATES or {}
+        return rates[self.scope] if self.scope in rates else DEFAULT_TURN_RATE
