@@ -8,6 +8,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from .conf import toolcalling_settings
 from .hooks import EndTurn, Hook, ModelRequest, TurnView
@@ -26,7 +27,7 @@ class TokenBudget(Hook):
     list an instance: ``hooks = [TokenBudget(20_000)]`` on an assistant.
     """
 
-    message = "This conversation has used its token budget ({used} of {limit} tokens). Please start a new one."
+    message = _("This conversation has used its token budget ({used} of {limit} tokens). Please start a new one.")
 
     def __init__(self, max_tokens: int = 100_000, message: str | None = None) -> None:
         if not isinstance(max_tokens, int) or max_tokens < 1:
@@ -44,7 +45,7 @@ class TokenBudget(Hook):
                 self.max_tokens,
                 extra={"conversation": str(turn.conversation.pk), "step": "token_budget", "status": "exceeded"},
             )
-            raise EndTurn(self.message.format(used=used, limit=self.max_tokens))
+            raise EndTurn(str(self.message).format(used=used, limit=self.max_tokens))
 
 
 class StructuredLogging(Hook):

@@ -18,7 +18,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     try:
         ToolcallingSettings().user_settings  # noqa: B018 - reading validates
     except ImproperlyConfigured as exc:
-        errors.append(checks.Error(str(exc), hint="Fix settings.TOOLCALLING.", id="toolcalling.E001"))
+        errors.append(checks.Error(str(exc), hint=_("Fix settings.TOOLCALLING."), id="toolcalling.E001"))
     return errors
 
 
@@ -34,8 +34,9 @@ def check_assistants(app_configs: Any = None, **kwargs: Any) -> list[checks.Chec
         except NotRegistered as exc:
             errors.append(
                 checks.Error(
-                    f"Assistant {assistant_cls.id!r} lists an unknown tool: {exc}",
-                    hint="Check the names in its tools list, and that the tool's app is in INSTALLED_APPS.",
+                    _("Assistant %(assistant)s lists an unknown tool: %(error)s")
+                    % {"assistant": repr(assistant_cls.id), "error": exc},
+                    hint=_("Check the names in its tools list, and that the tool's app is in INSTALLED_APPS."),
                     obj=assistant_cls,
                     id="toolcalling.E002",
                 )
@@ -45,7 +46,7 @@ def check_assistants(app_configs: Any = None, **kwargs: Any) -> list[checks.Chec
             check_extras(assistant_cls.argument_extras, resolved, assistant_cls.__qualname__)
         except ImproperlyDefined as exc:
             errors.append(
-                checks.Error(str(exc), hint="Rename the extra fields.", obj=assistant_cls, id="toolcalling.E003")
+                checks.Error(str(exc), hint=_("Rename the extra fields."), obj=assistant_cls, id="toolcalling.E003")
             )
     return errors
 
@@ -62,10 +63,14 @@ def check_model_endpoint(app_configs: Any = None, **kwargs: Any) -> list[checks.
         return []
     return [
         checks.Warning(
-            "No model endpoint is configured: TOOLCALLING has no API_KEY and OPENAI_API_KEY is not set, "
-            "so every turn will fail against OpenAI.",
-            hint='Set OPENAI_API_KEY, or TOOLCALLING["BASE_URL"] for a local server, '
-            'or TOOLCALLING["OFFLINE_MODEL"] = True for the offline demo model.',
+            _(
+                "No model endpoint is configured: TOOLCALLING has no API_KEY and OPENAI_API_KEY is not set, "
+                "so every turn will fail against OpenAI."
+            ),
+            hint=_(
+                'Set OPENAI_API_KEY, or TOOLCALLING["BASE_URL"] for a local server, '
+                'or TOOLCALLING["OFFLINE_MODEL"] = True for the offline demo model.'
+            ),
             id="toolcalling.W001",
         )
     ]

@@ -65,7 +65,10 @@ class Conversation(models.Model):
         indexes = [models.Index(fields=["user", "-updated_at"], name="toolcalling_conv_user_idx")]
 
     def __str__(self) -> str:
-        return self.title or f"{self.assistant_id} conversation {str(self.id)[:8]}"
+        return self.title or _("%(assistant)s conversation %(id)s") % {
+            "assistant": self.assistant_id,
+            "id": str(self.id)[:8],
+        }
 
 
 class Message(models.Model):
@@ -119,7 +122,7 @@ class Message(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.role}: {self.content[:60]}"
+        return f"{self.get_role_display()}: {self.content[:60]}"
 
 
 class ToolCall(models.Model):

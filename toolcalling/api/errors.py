@@ -13,6 +13,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import Http404
+from django.utils.translation import gettext as _
 from rest_framework import exceptions as drf
 from rest_framework import parsers
 from rest_framework.response import Response
@@ -53,7 +54,7 @@ class JSONParser(parsers.JSONParser):
         try:
             return super().parse(stream, media_type, parser_context)
         except RecursionError:
-            raise drf.ParseError("JSON parse error - the JSON is nested too deeply.")
+            raise drf.ParseError(_("JSON parse error - the JSON is nested too deeply."))
 
 
 class ErrorResponses:

@@ -151,13 +151,15 @@ class ConversationSerializer(serializers.ModelSerializer):
 
     def validate_assistant(self, value: str) -> str:
         if self.instance is not None and value != self.instance.assistant_id:
-            raise serializers.ValidationError("A conversation's assistant cannot be changed.")
+            raise serializers.ValidationError(_("A conversation's assistant cannot be changed."))
         try:
             assistant = assistants.get(value)()
         except NotRegistered:
-            raise serializers.ValidationError(f"Unknown assistant {value!r}.")
+            raise serializers.ValidationError(_("Unknown assistant %(assistant)s.") % {"assistant": repr(value)})
         if not assistant.has_permission(self.context["request"].user):
-            raise serializers.ValidationError(f"You may not use the assistant {value!r}.")
+            raise serializers.ValidationError(
+                _("You may not use the assistant %(assistant)s.") % {"assistant": repr(value)}
+            )
         return value
 
 

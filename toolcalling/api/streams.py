@@ -17,6 +17,7 @@ from django.db import connections
 from django.http import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
@@ -92,7 +93,7 @@ def start_background_turn(request: Request, turn: Turn, content: str) -> Respons
         conversation.refresh_from_db(fields=["status", "error"])
         if conversation.status == Conversation.Status.RUNNING:  # never started: release the claim
             set_status(conversation, Conversation.Status.IDLE)
-        raise TaskQueueUnavailable("The turn could not be queued; try again.", status=conversation.status)
+        raise TaskQueueUnavailable(_("The turn could not be queued; try again."), status=conversation.status)
     # With eager Celery the turn has run by now (and may even have seen its conversation deleted).
     now = Conversation.objects.filter(pk=conversation.pk).values_list("status", flat=True).first()
     url = reverse("toolcalling:conversation-events", kwargs={"pk": conversation.pk})
@@ -125,5 +126,6 @@ class ConversationEventsView(ErrorResponses, EventStreamMixin, APIView):
         except ValueError:
             value = -1
         if value < 0:
-            raise ValidationError({"after": [f"Expected an event id (a whole number, 0 or more), not {raw!r}."]})
+            text = _("Expected an event id (a whole number, 0 or more), not %(value)s.") % {"value": repr(raw)}
+            raise ValidationError({"after": [text]})
         return value

@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import generics, mixins, status, viewsets
 from rest_framework.decorators import action
@@ -136,11 +137,12 @@ class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView)
             assistant = assistants.get(conversation.assistant_id)()
         except NotRegistered:
             raise AssistantUnavailable(
-                f"The assistant {conversation.assistant_id!r} of this conversation no longer exists.",
+                _("The assistant %(assistant)s of this conversation no longer exists.")
+                % {"assistant": repr(conversation.assistant_id)},
                 status=conversation.status,
             )
         if not assistant.has_permission(request.user):
-            raise PermissionDenied("You may not use this assistant.")
+            raise PermissionDenied(_("You may not use this assistant."))
         content = data.validated_data["content"]
         streamed = accepts_event_stream(request)
         turn = Turn(assistant, conversation, user=request.user, stream=streamed or data.validated_data["background"])
@@ -214,6 +216,7 @@ class ToolCallViewSet(ErrorResponses, viewsets.ReadOnlyModelViewSet):
             statuses = [s for s in wanted.split(",") if s]
             unknown = [s for s in statuses if s not in valid]
             if unknown:
-                raise ValidationError({"status": [f"Unknown status {', '.join(unknown)}; one of {', '.join(valid)}."]})
+                text = _("Unknown status %(unknown)s; one of %(valid)s.")
+                raise ValidationError({"status": [text % {"unknown": ", ".join(unknown), "valid": ", ".join(valid)}]})
             queryset = queryset.filter(status__in=statuses)
         return queryset

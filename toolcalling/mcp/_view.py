@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from django.http import HttpResponse
+from django.utils.translation import gettext as _
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
@@ -54,9 +55,9 @@ class MCPView(ErrorResponses, APIView):
         try:
             assistant = Assistant.get(assistant_id)
         except NotRegistered:
-            raise NotFound(f"No assistant {assistant_id!r}.")
+            raise NotFound(_("No assistant %(assistant)s.") % {"assistant": repr(assistant_id)})
         if not assistant.has_permission(self.request.user):
-            raise PermissionDenied("You may not use this assistant.")
+            raise PermissionDenied(_("You may not use this assistant."))
         return assistant
 
     def get_view_description(self, html: bool = False) -> Any:

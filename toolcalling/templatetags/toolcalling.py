@@ -38,7 +38,7 @@ def toolcalling_chat(
         "api_url": reverse("toolcalling:conversation-list"),
         "tool_calls_url": reverse("toolcalling:toolcall-list"),
         "texts": chat_texts(),
-        "placeholder": placeholder or f"Message {assistant.name}",
+        "placeholder": placeholder or _("Message %(assistant)s") % {"assistant": assistant.name},
         "examples": [e.strip() for e in examples.split("|") if e.strip()],
         "element_id": f"toolcalling-chat-{assistant.id}",
         "texts_id": f"toolcalling-chat-{assistant.id}-texts",
@@ -90,5 +90,7 @@ def chat_texts() -> dict[str, str]:
         "decline": _("Decline"),
         "confirmed": _("Confirmed."),
         "declined": _("Declined."),
+        # The name a Confirm or Decline button has for screen readers: "Confirm: Cancel an order (order no: 7)".
+        "choiceLabel": _("%(choice)s: %(call)s"),
         "previewFailed": _("The preview failed: %(error)s"),
     }

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils.translation import gettext as _
 
 from toolcalling.assistant import Assistant
 from toolcalling.engine import conversation_for
@@ -33,13 +34,19 @@ class Command(BaseCommand):
         if options["conversation"]:
             conversation = Conversation.objects.filter(pk=options["conversation"], user=user).first()
             if conversation is None:
-                raise CommandError(f"{options['user']} has no conversation {options['conversation']!r}.")
+                raise CommandError(
+                    _("%(user)s has no conversation %(conversation)s.")
+                    % {"user": options["user"], "conversation": repr(options["conversation"])}
+                )
         if options["message"] is not None:
             self.say(assistant, user, options["message"], conversation)
             return
         interactive = sys.stdin.isatty()
         if interactive:
-            self.stdout.write(f"Talking to {assistant.name} as {user.get_username()}. Ctrl-D ends.")
+            self.stdout.write(
+                _("Talking to %(assistant)s as %(user)s. Ctrl-D ends.")
+                % {"assistant": assistant.name, "user": user.get_username()}
+            )
         for line in sys.stdin:
             text = line.strip()
             if not text:
@@ -56,7 +63,9 @@ class Command(BaseCommand):
                 self.stdout.write(self.style.NOTICE(f"  <- {data['name']}: {data['status']}"))
             elif event == "awaiting_approval":
                 names = ", ".join(c["name"] for c in data["tool_calls"])
-                self.stdout.write(self.style.WARNING(f"  waiting for a staff decision on: {names}"))
+                self.stdout.write(
+                    self.style.WARNING("  " + _("waiting for a staff decision on: %(calls)s") % {"calls": names})
+                )
 
         try:
             conversation = conversation_for(assistant, user, conversation)
@@ -65,7 +74,7 @@ class Command(BaseCommand):
         try:
             result = assistant.run(user, text, conversation, listeners=[show])
         except (ConversationBusy, TurnError) as exc:
-            self.stderr.write(self.style.ERROR(f"error: {exc}"))
+            self.stderr.write(self.style.ERROR(_("error: %(error)s") % {"error": exc}))
             return conversation
         if result.reply:
             self.stdout.write(result.reply)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand
+from django.utils.translation import gettext as _
 
 from toolcalling import approval
 
@@ -20,11 +21,16 @@ class Command(BaseCommand):
         result = approval.sweep()
         expired, stalled, resumed = result.expired, result.failed, result.continued
         for call in expired:
-            self.stdout.write(f"expired #{call.pk} {call.name} (conversation {call.conversation_id})")
+            values = {"id": call.pk, "name": call.name, "conversation": call.conversation_id}
+            self.stdout.write(_("expired #%(id)s %(name)s (conversation %(conversation)s)") % values)
         for call in stalled:
-            self.stdout.write(f"failed #{call.pk} {call.name}: {approval.WORKER_STOPPED}")
+            stopped = {"id": call.pk, "name": call.name}
+            self.stdout.write(_("failed #%(id)s %(name)s: the worker stopped while running this call") % stopped)
         for conversation in resumed:
-            self.stdout.write(f"continued conversation {conversation.pk}")
+            self.stdout.write(_("continued conversation %(id)s") % {"id": conversation.pk})
         self.stdout.write(
-            self.style.SUCCESS(f"{len(expired)} expired, {len(stalled)} failed, {len(resumed)} continued.")
+            self.style.SUCCESS(
+                _("%(expired)d expired, %(failed)d failed, %(continued)d continued.")
+                % {"expired": len(expired), "failed": len(stalled), "continued": len(resumed)}
+            )
         )

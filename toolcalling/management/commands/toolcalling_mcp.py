@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils.translation import gettext as _
 
 from toolcalling.exceptions import MCPNotInstalled
 from toolcalling.management._arguments import user_and_assistant
@@ -26,7 +27,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         user, assistant = user_and_assistant(options["user"], options["assistant"])
         if not assistant.has_permission(user):
-            raise CommandError(f"{options['user']} may not use the assistant {options['assistant']!r}.")
+            raise CommandError(
+                _("%(user)s may not use the assistant %(assistant)s.")
+                % {"user": options["user"], "assistant": repr(options["assistant"])}
+            )
         try:
             serve_stdio(assistant, user, sys.stdin, sys.stdout)
         except MCPNotInstalled as exc:

@@ -41,7 +41,7 @@
       button.type = "button";
       button.className = className;
       button.textContent = text;
-      button.setAttribute("aria-label", `${text}: ${name}`);
+      button.setAttribute("aria-label", fill(words.choiceLabel || "%(choice)s: %(call)s", { choice: text, call: name }));
       button.addEventListener("click", () => {
         for (const other of buttons) other.disabled = true;
         chat
