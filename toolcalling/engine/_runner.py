@@ -1,8 +1,9 @@
 """Running turns outside a request: a whole turn (``Assistant.run``), one model answer at a time
-(``Assistant.steps``), and the bodies of the background and continuation tasks."""
+(``Assistant.steps``), the bodies of the background and continuation tasks, and stopping a running turn."""
 
 from __future__ import annotations
 
+import datetime
 import logging
 import uuid
 from collections.abc import Iterator
@@ -10,14 +11,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied
+from django.utils import timezone
 from pydantic import BaseModel
 
-from ..exceptions import ConversationBusy, NotRegistered, TurnError
+from ..conf import toolcalling_settings
+from ..exceptions import ConversationBusy, NotRegistered, NotRunning, TurnError
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
 from . import _storage as storage
 from ._observers import Listener
-from ._turn import IDLE, Turn
+from ._turn import IDLE, STOPPED, Turn
 
 if TYPE_CHECKING:
     from ..assistant import Assistant
@@ -32,6 +35,9 @@ class TurnResult:
     conversation: Conversation
     messages: list[Message] = field(default_factory=list)
     output: BaseModel | None = None
+
+    stopped: bool = False
+    """Whether the owner stopped the turn before it finished."""
 
     @property
     def status(self) -> str:
@@ -82,7 +88,7 @@ def run_turn(
     conversation = conversation_for(assistant, user, conversation)
     turn = Turn(assistant, conversation, user=user, listeners=listeners, output_type=output_type)
     messages = turn.run(content)
-    return TurnResult(conversation=conversation, messages=messages, output=turn.output_value)
+    return TurnResult(conversation=conversation, messages=messages, output=turn.output_value, stopped=turn.view.stopped)
 
 
 class Step:
@@ -114,6 +120,7 @@ class Step:
             raise RuntimeError("This step was executed already.")
         self.executed = True
         with self.turn.guard():
+            self.turn.ledger.check_stop()  # the caller may have taken its time since the answer was stored
             ending = self.turn.run_calls(self.calls, self.decisions)
             if ending is not None:
                 self.turn.end(ending)
@@ -157,7 +164,9 @@ class Stepper:
             calls: list[ToolCall] = []
             with turn.guard():
                 calls = turn.answer()
-                if not calls:
+                if calls is None:
+                    turn.end(STOPPED)
+                elif not calls:
                     turn.end(IDLE)
             if calls and not turn.ended:
                 self.current = Step(turn, calls)
@@ -180,7 +189,10 @@ class Stepper:
     @property
     def result(self) -> TurnResult:
         return TurnResult(
-            conversation=self.conversation, messages=self.turn.new_messages, output=self.turn.output_value
+            conversation=self.conversation,
+            messages=self.turn.new_messages,
+            output=self.turn.output_value,
+            stopped=self.turn.view.stopped,
         )
 
 
@@ -221,3 +233,24 @@ def continue_turn(conversation_id: str) -> bool:
         logger.warning("conversation %s could not continue: %s", conversation_id, exc)
         return False
     return True
+
+
+def stop_turn(conversation: Conversation) -> None:
+    """Ask the running turn of ``conversation`` to stop at its next step boundary, in whichever process runs it
+    (``NotRunning`` when no turn runs). A turn that went quiet for ``STALE_TURN_TIMEOUT`` cannot hear it (its
+    process died): it is taken over and ended here, its open calls answered as after any takeover."""
+    if not storage.request_stop(conversation):
+        conversation.refresh_from_db(fields=["status"])
+        raise NotRunning(status=conversation.status)
+    conversation.refresh_from_db(fields=["status", "updated_at", "turn_token"])
+    cutoff = timezone.now() - datetime.timedelta(seconds=toolcalling_settings.STALE_TURN_TIMEOUT)
+    if conversation.status != Conversation.Status.RUNNING or conversation.updated_at >= cutoff:
+        return
+    try:
+        assistant = assistants.get(conversation.assistant_id)()
+    except NotRegistered:
+        return  # nothing can run it; the next message takes it over as usual
+    turn = Turn(assistant, conversation)
+    if turn.take_over():
+        with turn.guard():
+            turn.end(STOPPED)

@@ -6,6 +6,9 @@ the conversation still carries that token and is running*: a turn that lost its 
 going quiet, or the conversation deleted) writes nothing more, and the row lock that update takes orders
 a late write and a takeover one after the other. A call is answered at most once: answers are conditional
 updates of the call's status, and the database refuses a second tool message for one call id.
+
+The same fenced update tells the turn whether its owner asked it to stop (``Conversation.stop_requested_at``,
+set by any process): a turn learns of a stop from its own writes, and reads it once more before each model call.
 """
 
 from __future__ import annotations
@@ -49,12 +52,22 @@ def claim(
         condition |= Q(status=RUNNING, updated_at__lt=cutoff)
     token = uuid.uuid4()
     updated = Conversation.objects.filter(condition, pk=conversation.pk).update(
-        status=RUNNING, error="", turn_token=token, updated_at=timezone.now()
+        status=RUNNING, error="", turn_token=token, stop_requested_at=None, updated_at=timezone.now()
     )
     if not updated:
         return None
     conversation.status, conversation.error, conversation.turn_token = RUNNING, "", token
+    conversation.stop_requested_at = None
     return token
+
+
+def request_stop(conversation: Conversation) -> bool:
+    """Ask the running turn of ``conversation`` to stop at its next step; False when no turn is running.
+
+    Only the request is stored: the turn, in whichever process runs it, ends itself (see ``Ledger.stopping``).
+    """
+    now = timezone.now()
+    return bool(Conversation.objects.filter(pk=conversation.pk, status=RUNNING).update(stop_requested_at=now))
 
 
 class Ledger:
@@ -63,17 +76,33 @@ class Ledger:
     def __init__(self, conversation: Conversation, token: uuid.UUID | None = None) -> None:
         self.conversation = conversation
         self.token = token
+        self.stopping = False  # the owner asked the turn to stop, as its last write (or check) found
 
     @contextmanager
     def write(self) -> Iterator[None]:
-        """A transaction in which this turn may write; the conversation's heartbeat is part of it."""
+        """A transaction in which this turn may write; the conversation's heartbeat is part of it, and so is
+        noticing a stop request: the usual update is fenced by "no stop asked for" as well, and only when it
+        finds nothing does a second one tell a stop request from a lost claim."""
         with transaction.atomic():
             held = Conversation.objects.filter(pk=self.conversation.pk, turn_token=self.token, status=RUNNING)
-            if not held.update(updated_at=timezone.now()):
-                logger.warning("a write of a turn of conversation %s was refused: the turn lost its claim",
-                               self.conversation.pk)  # fmt: skip
-                raise TurnInterrupted(status=self._status_now())
+            now = timezone.now()
+            if self.stopping or not held.filter(stop_requested_at=None).update(updated_at=now):
+                if not held.update(updated_at=now):
+                    logger.warning("a write of a turn of conversation %s was refused: the turn lost its claim",
+                                   self.conversation.pk)  # fmt: skip
+                    raise TurnInterrupted(status=self._status_now())
+                self.stopping = True
             yield
+
+    def check_stop(self) -> bool:
+        """Whether the owner asked this turn to stop, read now (one query); ``TurnInterrupted`` if the claim is gone."""
+        if not self.stopping:
+            held = Conversation.objects.filter(pk=self.conversation.pk, turn_token=self.token, status=RUNNING)
+            found = held.values_list("stop_requested_at", flat=True)[:1]
+            if not found:
+                raise TurnInterrupted(status=self._status_now())
+            self.stopping = found[0] is not None
+        return self.stopping
 
     def add_message(self, role: str, content: str) -> Message:
         with self.write():
@@ -138,22 +167,31 @@ class Ledger:
                 requires_approval=True, status=call.status,
             )  # fmt: skip
 
-    def answer_call(self, call: ToolCall, *, status: str, result: str, error: str = "") -> Message:
+    def answer_call(
+        self, call: ToolCall, *, status: str, result: str, error: str = "", waiting: bool = False
+    ) -> Message:
+        """Answer an open call (``waiting``: or one awaiting approval, which a stopped turn withdraws)."""
+        statuses = [*OPEN_CALL_STATUSES, ToolCall.Status.AWAITING_APPROVAL] if waiting else OPEN_CALL_STATUSES
         with self.write():
-            message = answer_call_if(call, from_status=OPEN_CALL_STATUSES, status=status, result=result, error=error)
+            message = answer_call_if(call, from_status=statuses, status=status, result=result, error=error)
             if message is None:
                 raise TurnInterrupted(f"The call {call.call_id} was answered by someone else.")
             return message
 
-    def close_open_calls(self, reason: str, *, started: Iterable[int] | None = ()) -> list[Message]:
+    def close_open_calls(
+        self, reason: str, *, started: Iterable[int] | None = (), waiting: bool = False
+    ) -> list[Message]:
         with self.write():
-            return close_open_calls(self.conversation, reason, started=started)
+            return close_open_calls(self.conversation, reason, started=started, waiting=waiting)
 
     def set_status(self, status: str, error: str = "") -> None:
         """Store how the turn ended; the claim ends with it."""
         with transaction.atomic():
             held = Conversation.objects.filter(pk=self.conversation.pk, turn_token=self.token, status=RUNNING)
-            if not held.update(status=status, error=storable(error), turn_token=None, updated_at=timezone.now()):
+            ended = held.update(
+                status=status, error=storable(error), turn_token=None, stop_requested_at=None, updated_at=timezone.now()
+            )
+            if not ended:
                 raise TurnInterrupted(status=self._status_now())
         self.conversation.status, self.conversation.error, self.conversation.turn_token = status, error, None
 
@@ -168,7 +206,7 @@ def set_status(conversation: Conversation, status: str, error: str = "") -> None
     """Set a conversation's status outside any turn (a background turn that could not start, say)."""
     conversation.status, conversation.error = status, error
     Conversation.objects.filter(pk=conversation.pk).update(
-        status=status, error=storable(error), turn_token=None, updated_at=timezone.now()
+        status=status, error=storable(error), turn_token=None, stop_requested_at=None, updated_at=timezone.now()
     )
 
 
@@ -272,16 +310,20 @@ def answer_call_if(
     return _without_calls(message)
 
 
-def close_open_calls(conversation: Conversation, reason: str, *, started: Iterable[int] | None = ()) -> list[Message]:
+def close_open_calls(
+    conversation: Conversation, reason: str, *, started: Iterable[int] | None = (), waiting: bool = False
+) -> list[Message]:
     """Answer every call that was asked for but never answered, so the stored history stays valid.
 
     A call gets its final status and its tool message together, so the open calls are exactly those still
-    ``running`` or ``approved``; waiting ones keep waiting. A running call whose tool had started
-    (``started_at``, or its id in ``started``; ``started=None``: nobody knows, as after a takeover) may have
-    done its work: it is answered ``failed`` with that said, never "not run".
+    ``running`` or ``approved``; waiting ones keep waiting, unless ``waiting`` (a stopped turn withdraws them
+    too). A running call whose tool had started (``started_at``, or its id in ``started``; ``started=None``:
+    nobody knows, as after a takeover) may have done its work: it is answered ``failed`` with that said,
+    never "not run".
     """
     known = set(started) if started is not None else None
-    open_calls = conversation.tool_calls.filter(status__in=OPEN_CALL_STATUSES).order_by("message_id", "index")
+    statuses = [*OPEN_CALL_STATUSES, ToolCall.Status.AWAITING_APPROVAL] if waiting else OPEN_CALL_STATUSES
+    open_calls = conversation.tool_calls.filter(status__in=statuses).order_by("message_id", "index")
     answers = []
     for call in open_calls:
         may_have_run = call.status == ToolCall.Status.RUNNING and (
@@ -292,7 +334,7 @@ def close_open_calls(conversation: Conversation, reason: str, *, started: Iterab
             text = f"Error: {reason} The tool may have run; whether it took effect is unknown."
         else:
             status, text = ToolCall.Status.CANCELLED, f"Not run: {reason}"
-        message = answer_call_if(call, from_status=OPEN_CALL_STATUSES, status=status, result=text, error=reason)
+        message = answer_call_if(call, from_status=statuses, status=status, result=text, error=reason)
         if message is not None:
             answers.append(message)
     return answers
