@@ -46,6 +46,8 @@
       this.sending = false;
       this.follower = null; // AbortController of the events stream
       this.draft = null; // the assistant bubble that deltas are streaming into
+      this.stopRequested = false; // Stop was pressed; the turn ends at its next step
+      this.sendLabel = this.els.send.textContent;
       this.wire();
     }
 
@@ -237,7 +239,8 @@
           this.notice(data.detail, true);
           break;
         case "turn_end":
-          this.activity("");
+          this.activity(data.stopped ? "Stopped." : "");
+          this.stopRequested = false;
           this.draft = null;
           this.reload().catch((error) => this.notice(error.message, true));
           this.loadConversations().catch(() => {});
@@ -336,9 +339,31 @@
 
     setSending(value) {
       this.sending = value;
-      // A conversation waiting for approval refuses new messages (409), so sending is not offered.
-      this.els.send.disabled = value || this.status === "awaiting_approval";
+      // While a turn runs the button stops it; a conversation waiting for approval refuses messages (409).
+      const running = this.running();
+      this.els.send.textContent = running ? this.els.send.dataset.stopLabel || "Stop" : this.sendLabel;
+      this.els.send.classList.toggle("tc-stop", running);
+      this.els.send.formNoValidate = running; // Stop works with an empty message box
+      this.els.send.disabled = running ? this.stopRequested : this.status === "awaiting_approval";
       this.els.input.setAttribute("aria-busy", String(value));
+    }
+
+    // Stop -----------------------------------------------------------------------------------------
+
+    running = () => this.sending || this.status === "running";
+
+    async stop() {
+      this.stopRequested = true;
+      this.setSending(this.sending);
+      this.activity("Stopping…");
+      try {
+        await this.json("POST", this.url(this.current, "stop/"));
+      } catch (error) {
+        this.stopRequested = false; // 409: it had ended already; the reload shows how
+        this.notice(error.message, true);
+        await this.reload().catch(() => {});
+      }
+      this.setSending(this.sending);
     }
 
     notice(text, isError = false) {
@@ -353,6 +378,11 @@
     wire() {
       this.els.form.addEventListener("submit", (event) => {
         event.preventDefault();
+        if (this.running()) {
+          // Only the button stops a turn; Enter while it runs does nothing.
+          if (event.submitter === this.els.send && !this.stopRequested) this.stop();
+          return;
+        }
         const content = this.els.input.value.trim();
         if (content && !this.els.send.disabled) this.send(content);
       });
