@@ -81,10 +81,10 @@ class Meter:
         if not limits:
             return
         now = timezone.now()
-        used = read_counters([Counted(limit.scope, key, limit.period).row(now) for limit, key in limits])
+        rows = [Counted(limit.scope, key, limit.period).row(now) for limit, key in limits]
+        used = read_counters(rows)
         over = []
-        for limit, key in limits:
-            row = Counted(limit.scope, key, limit.period).row(now)
+        for (limit, _key), row in zip(limits, rows, strict=True):
             amount = used.get(row, {}).get(limit.quantity, 0)
             if amount >= limit.maximum:
                 over.append((window(limit.period, now)[1], limit, amount))
