@@ -1,20 +1,27 @@
-"""What the app adds to a tool-calling turn, as a ratio to the bare SDK doing the same HTTP exchange, in one run.
+"""A stored tool-calling turn against a hand-written loop over the bare ``openai`` SDK, and against peers.
 
-Run: ``.venv/bin/python bench/loop_overhead.py [turns]``. Both sides talk to the same strict local server over
-HTTP with the real ``openai`` SDK and make the same three requests per turn (the model asks for two tool calls,
-gets their results, answers). The baseline builds the messages by hand and keeps nothing; the app runs
-``Assistant.run`` — schema validation, the tools, hooks, and every message and call stored in SQLite. The
-ratio (app time / baseline time) is what to watch; absolute times depend on the machine.
+Run: ``.venv/bin/python bench/loop_overhead.py [--turns 20] [--rounds 7] [--postgres] [--peers]``.
+
+Every side talks to the same strict local server (in a process of its own) with the real ``openai`` SDK,
+offers the same one tool, and makes the same three requests per turn: the model asks for a call of ``add``,
+then for a second one, then answers. A conversation runs ``--turns`` turns, so later turns send a longer
+history. The baseline builds the history by hand and keeps nothing; the app runs ``Assistant.run``, which
+validates arguments, runs hooks and stores every message and call (SQLite; ``--postgres`` too).
+``--peers`` adds pydantic-ai and openai-agents (``pip install -r requirements/bench.txt``), keeping their
+own message history between turns. Printed: the median time of the first and the last turn over the
+rounds, and each side's ratio to the bare SDK measured in the same run. Lower is better; 1.00 is level.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -26,76 +33,65 @@ import django  # noqa: E402
 django.setup()
 
 import openai  # noqa: E402
-from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 
-from toolcalling import Assistant  # noqa: E402
-from toolcalling.testing import OpenAICompatibleServer, ScriptedModel  # noqa: E402
-from toolcalling.testutils import override_model  # noqa: E402
-from toolcalling.toolkit import tools  # noqa: E402
+from bench._model import ADD, ANSWER, QUESTION, model_server  # noqa: E402
+from bench._sides import app_side, peer_sides  # noqa: E402
+
+Side = Callable[[str, int], list[float]]  # (base URL, turns) -> seconds per turn
 
 
-def script(model: ScriptedModel, turns: int) -> None:
+def bare_sdk(base_url: str, turns: int) -> list[float]:
+    """The hand-written loop: the SDK alone, the history built by hand, nothing stored."""
+    client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
+    history: list[dict] = [{"role": "system", "content": "You add numbers."}]
+    times = []
     for _ in range(turns):
-        model.calls(("add", {"a": 2, "b": 3}), ("add", {"a": 4, "b": 5}))
-        model.reply("5 and 9.")
-
-
-def bare_sdk(turns: int) -> float:
-    """The same exchange with the SDK alone: hand-built history, nothing stored."""
-    model = ScriptedModel()
-    script(model, turns)
-    definitions = [tools.get("add").definition()]
-    with OpenAICompatibleServer(model) as server:
-        client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0)
-        history: list[dict] = [{"role": "system", "content": "You are a test helper."}]
         started = time.perf_counter()
-        for _ in range(turns):
-            history.append({"role": "user", "content": "Add 2+3 and 4+5."})
-            while True:
-                response = client.chat.completions.create(model="m", messages=history, tools=definitions)
-                message = response.choices[0].message
-                history.append(message.model_dump(exclude_none=True))
-                if not message.tool_calls:
-                    break
-                for call in message.tool_calls:
-                    args = json.loads(call.function.arguments)
-                    history.append({"role": "tool", "tool_call_id": call.id, "content": str(args["a"] + args["b"])})
-        elapsed = time.perf_counter() - started
-    assert not model.rejected and not model.pending
-    return elapsed
-
-
-def with_app(turns: int) -> float:
-    user = get_user_model().objects.get(username="bench")
-    assistant = Assistant.get("helper")
-    with override_model() as model:
-        script(model, turns)
-        conversation = None
-        started = time.perf_counter()
-        for _ in range(turns):
-            conversation = assistant.run(user, "Add 2+3 and 4+5.", conversation).conversation
-        elapsed = time.perf_counter() - started
-    assert not model.rejected and not model.pending
-    return elapsed
+        history.append({"role": "user", "content": QUESTION})
+        while True:
+            response = client.chat.completions.create(model="m", messages=history, tools=[ADD])
+            message = response.choices[0].message
+            history.append(message.model_dump(exclude_none=True))
+            if not message.tool_calls:
+                break
+            for call in message.tool_calls:
+                args = json.loads(call.function.arguments)
+                history.append({"role": "tool", "tool_call_id": call.id, "content": str(args["a"] + args["b"])})
+        assert message.content == ANSWER
+        times.append(time.perf_counter() - started)
+    return times
 
 
 def main() -> None:
-    turns = int(sys.argv[1]) if len(sys.argv) > 1 else 30
-    call_command("migrate", verbosity=0)
-    get_user_model().objects.get_or_create(username="bench")
-    bare_sdk(3), with_app(3)  # warm up imports, connections and SQLite pages
-    ratios, bare_times, app_times = [], [], []
-    for _ in range(5):
-        bare, app = bare_sdk(turns), with_app(turns)
-        bare_times.append(bare)
-        app_times.append(app)
-        ratios.append(app / bare)
-    print(f"{turns} turns x 3 model calls, 5 rounds, same strict local server over HTTP.")
-    print(f"bare SDK:  median {statistics.median(bare_times) / turns * 1000:.1f} ms per turn")
-    print(f"with app:  median {statistics.median(app_times) / turns * 1000:.1f} ms per turn")
-    spread = f"min {min(ratios):.2f}, max {max(ratios):.2f}"
-    print(f"ratio app / bare SDK: median {statistics.median(ratios):.2f} ({spread})")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--postgres", action="store_true", help="also the app on a private PostgreSQL cluster")
+    parser.add_argument("--peers", action="store_true", help="also pydantic-ai and openai-agents")
+    options = parser.parse_args()
+
+    sides: dict[str, Side] = {"bare SDK loop": bare_sdk, "toolcalling, SQLite": app_side("sqlite")}
+    if options.postgres:
+        sides["toolcalling, PostgreSQL"] = app_side("postgresql")
+    if options.peers:
+        sides.update(peer_sides())
+    first: dict[str, list[float]] = {name: [] for name in sides}
+    last: dict[str, list[float]] = {name: [] for name in sides}
+    with model_server() as base_url:
+        for side in sides.values():
+            side(base_url, 2)  # warm up imports, connections and database pages
+        for _ in range(options.rounds):
+            for name, side in sides.items():  # interleaved, so drift in the machine hits every side alike
+                times = side(base_url, options.turns)
+                first[name].append(times[0])
+                last[name].append(times[-1])
+    base_first = statistics.median(first["bare SDK loop"])
+    base_last = statistics.median(last["bare SDK loop"])
+    print(f"{options.turns}-turn conversations, 3 requests per turn, median of {options.rounds} rounds.")
+    print(f"{'side':<26} {'turn 1':>9} {'ratio':>6} {'turn ' + str(options.turns):>9} {'ratio':>6}")
+    for name in sides:
+        f, l_ = statistics.median(first[name]), statistics.median(last[name])
+        print(f"{name:<26} {f * 1000:7.1f}ms {f / base_first:6.2f} {l_ * 1000:7.1f}ms {l_ / base_last:6.2f}")
 
 
 if __name__ == "__main__":

@@ -57,7 +57,12 @@ DATABASES = {
         "NAME": VAR_DIR / "db.sqlite3",
         # A file, not memory: a Celery worker process shares the test database.
         "TEST": {"NAME": VAR_DIR / "test_db.sqlite3"},
-        "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"},
+        "OPTIONS": {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            # WAL with synchronous=NORMAL: readers never wait for the writer, and a commit does not wait for the disk.
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
     }
 }
 STATIC_URL = "/static/"

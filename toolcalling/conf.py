@@ -48,6 +48,7 @@ DEFAULTS: dict[str, Any] = {
     # Events (streaming, background turns).
     "EVENTS_REDIS_URL": None,  # None: env REDIS_URL; unset: events stay in this process
     "EVENTS_MAX_LEN": 2000,  # events kept per conversation for readers that resume
+    "EVENTS_MAX_BYTES": 32 * 1024 * 1024,  # bytes of events one process keeps without Redis, in all
     "EVENTS_TTL": 7 * 24 * 60 * 60,  # seconds a conversation's events are kept in Redis after the last one
     "EVENTS_KEEPALIVE": 15.0,  # seconds between keepalive comments on a quiet stream
     "EVENTS_IDLE_TIMEOUT": 120.0,  # seconds without an event before GET .../events/ closes
@@ -104,6 +105,7 @@ class ToolcallingSettings:
             "APPROVAL_RUN_TIMEOUT",
             "STALE_TURN_TIMEOUT",
             "EVENTS_MAX_LEN",
+            "EVENTS_MAX_BYTES",
             "EVENTS_TTL",
         ):
             value = user_settings.get(key, DEFAULTS[key])

@@ -112,6 +112,10 @@ class Message(models.Model):
         ordering = ["conversation", "id"]
         verbose_name = _("message")
         verbose_name_plural = _("messages")
+        indexes = [
+            # A turn reads the newest messages of its conversation (only the tail, under a memory budget).
+            models.Index(fields=["conversation", "id"], name="toolcalling_msg_conv_id_idx"),
+        ]
         constraints = [
             # A call is answered at most once, whoever tries to answer it twice.
             models.UniqueConstraint(
@@ -214,6 +218,8 @@ class ToolCall(models.Model):
         indexes = [
             models.Index(fields=["status", "created_at"], name="toolcalling_call_status_idx"),
             models.Index(fields=["name", "status"], name="toolcalling_call_name_idx"),
+            # The calls of a stretch of a conversation's messages, in order (a turn's history).
+            models.Index(fields=["conversation", "message", "index"], name="toolcalling_call_conv_msg_idx"),
         ]
 
     def __str__(self) -> str:

@@ -80,3 +80,39 @@ def test_background_turn_is_accepted_and_followed_under_asgi(asgi_url, model, co
         with client.stream("GET", body["events"], headers=SSE) as response:
             stream = read(response, stop=lambda e: e.type == "turn_end")
     assert stream.of("message")[-1].data["content"] == "Done in the background."
+
+
+@pytest.mark.toolcalling(EVENTS_KEEPALIVE=20.0, EVENTS_IDLE_TIMEOUT=60.0)
+def test_idle_event_streams_do_not_hold_up_a_streamed_turn_under_asgi(asgi_url, model, conv, alice):
+    """Far more idle readers than the server's thread pool has threads: a streamed turn still goes through
+    before any of them needs its first keepalive (an idle reader waits on the event loop, not in a thread)."""
+    from toolcalling.models import Conversation
+
+    idle = [Conversation.objects.create(user=alice, assistant_id="helper") for _ in range(24)]
+    opened = threading.Barrier(len(idle) + 1)
+    seen: list[list[str]] = [[] for _ in idle]
+    stop = threading.Event()
+
+    def listen(index: int, conversation_id: str) -> None:
+        url = f"{asgi_url}/api/toolcalling/conversations/{conversation_id}/events/"
+        with httpx2.Client(auth=AUTH, timeout=120) as client:
+            try:
+                with client.stream("GET", url, headers=SSE) as response:
+                    lines = response.iter_lines()
+                    seen[index].append(next(lines))  # the opening "retry:" line: this reader is waiting now
+                    opened.wait()
+                    for line in lines:
+                        seen[index].append(line)
+            except httpx2.HTTPError:
+                assert stop.is_set(), "an idle stream broke while the test still needed it"  # the server stopped
+
+    readers = [threading.Thread(target=listen, args=(n, c.pk), daemon=True) for n, c in enumerate(idle)]
+    for reader in readers:
+        reader.start()
+    opened.wait(timeout=60)
+    model.reply("Still quick.")
+    stream = post_streamed(asgi_url, conv.pk, "hi")
+    stop.set()
+    assert stream.types[-1] == "turn_end"
+    # Every idle reader is still in its first quiet stretch: none has needed a keepalive yet.
+    assert all(not any("keepalive" in line for line in lines) for lines in seen)

@@ -75,10 +75,10 @@ def stream_turn(request: Request, turn: Turn, content: str) -> HttpResponseBase:
 
     # Not a daemon: a turn whose reader hung up still finishes and is stored.
     threading.Thread(target=work, name=f"toolcalling-turn-{conversation_id}").start()
-    lines = streaming.follow(
-        conversation_id, after, until=lambda e: e.type == "turn_end", idle_timeout=math.inf, finished=done.is_set
+    follower = streaming.Follower(
+        after, until=lambda e: e.type == "turn_end", idle_timeout=math.inf, finished=done.is_set
     )
-    return streaming.sse_response(lines, asgi=is_asgi(request))
+    return streaming.sse_response(conversation_id, follower, asgi=is_asgi(request))
 
 
 def start_background_turn(request: Request, turn: Turn, content: str) -> Response:
@@ -112,7 +112,7 @@ class ConversationEventsView(ErrorResponses, EventStreamMixin, APIView):
         conversation = get_object_or_404(Conversation, pk=pk, user=request.user)
         requested = self.requested_after(request)
         after = streaming.resume_point(conversation.pk, requested)
-        return streaming.sse_response(streaming.follow(conversation.pk, after), asgi=is_asgi(request))
+        return streaming.sse_response(conversation.pk, streaming.Follower(after), asgi=is_asgi(request))
 
     @staticmethod
     def requested_after(request: Request) -> int | None:

@@ -32,13 +32,13 @@ class Limits:
         self.per_tool: Counter[str] = Counter()
         self.total = 0
 
-    def count_stored(self, messages: list[Message]) -> None:
+    def count_current_turn(self, history: list[dict[str, Any]]) -> None:
         """Count the calls the turn made before it waited for approval: those since the last user message."""
-        for message in reversed(messages):
-            if message.role == Message.Role.USER:
+        for item in reversed(history):
+            if item["role"] == "user":
                 break
-            for call in message.tool_calls.all():
-                self.take(call.name)
+            for call in item.get("tool_calls", ()):
+                self.take(call["function"]["name"])
 
     def take(self, name: str) -> str | None:
         """Count one call; the limit it goes over, described for the model, or ``None``."""

@@ -27,7 +27,7 @@ from django.utils import timezone
 from ..exceptions import TurnInterrupted
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json, unique_call_ids
-from ._replies import ModelReply
+from ._replies import ModelReply, Usage
 
 logger = logging.getLogger("toolcalling")
 
@@ -76,23 +76,39 @@ class Ledger:
     def __init__(self, conversation: Conversation, token: uuid.UUID | None = None) -> None:
         self.conversation = conversation
         self.token = token
+        self.ended: str | None = None  # the status a write already ended the turn with
         self.stopping = False  # the owner asked the turn to stop, as its last write (or check) found
 
     @contextmanager
-    def write(self) -> Iterator[None]:
-        """A transaction in which this turn may write; the conversation's heartbeat is part of it, and so is
-        noticing a stop request: the usual update is fenced by "no stop asked for" as well, and only when it
-        finds nothing does a second one tell a stop request from a lost claim."""
+    def write(self, *, usage: Usage | None = None, ending: str | None = None, error: str = "") -> Iterator[None]:
+        """A transaction in which this turn may write. The update that checks the claim also carries the
+        heartbeat, the tokens of a reply (``usage``) and the turn's end (``ending``), in one statement.
+
+        It notices a stop request too: the usual update is also fenced by "no stop asked for", and only when
+        it finds nothing does a second one tell a stop request (``stopping``) from a lost claim."""
+        values: dict[str, Any] = {"updated_at": timezone.now()}
+        if usage is not None and usage.total_tokens:
+            values["prompt_tokens"] = F("prompt_tokens") + usage.prompt_tokens
+            values["completion_tokens"] = F("completion_tokens") + usage.completion_tokens
+            values["total_tokens"] = F("total_tokens") + usage.total_tokens
+        if ending is not None:
+            values.update(status=ending, error=storable(error), turn_token=None, stop_requested_at=None)
         with transaction.atomic():
             held = Conversation.objects.filter(pk=self.conversation.pk, turn_token=self.token, status=RUNNING)
-            now = timezone.now()
-            if self.stopping or not held.filter(stop_requested_at=None).update(updated_at=now):
-                if not held.update(updated_at=now):
+            if self.stopping or not held.filter(stop_requested_at=None).update(**values):
+                if not held.update(**values):
                     logger.warning("a write of a turn of conversation %s was refused: the turn lost its claim",
                                    self.conversation.pk)  # fmt: skip
                     raise TurnInterrupted(status=self._status_now())
                 self.stopping = True
             yield
+        conv = self.conversation
+        if usage is not None:
+            conv.prompt_tokens += usage.prompt_tokens
+            conv.completion_tokens += usage.completion_tokens
+            conv.total_tokens += usage.total_tokens
+        if ending is not None:
+            conv.status, conv.error, conv.turn_token, self.ended = ending, error, None, ending
 
     def check_stop(self) -> bool:
         """Whether the owner asked this turn to stop, read now (one query); ``TurnInterrupted`` if the claim is gone."""
@@ -104,18 +120,21 @@ class Ledger:
             self.stopping = found[0] is not None
         return self.stopping
 
-    def add_message(self, role: str, content: str) -> Message:
-        with self.write():
+    def add_message(self, role: str, content: str, *, ending: str | None = None) -> Message:
+        """Store a message; with ``ending``, the turn's end (that status) in the same transaction."""
+        with self.write(ending=ending):
             return add_message(self.conversation, role, content)
 
-    def add_reply(self, reply: ModelReply, *, data: Any = None) -> tuple[Message, list[ToolCall]]:
+    def add_reply(
+        self, reply: ModelReply, *, data: Any = None, ending: str | None = None
+    ) -> tuple[Message, list[ToolCall]]:
         """Store a model answer and its requested calls, and add its tokens to the conversation's totals.
 
         ``data`` is the structured output parsed from the answer, when the turn asked for one. Call ids are
         made safe here: a missing, overlong or repeated id gets a new one, so each call pairs with one answer.
         """
         usage = reply.usage
-        with self.write():
+        with self.write(usage=usage, ending=ending):
             message = Message.objects.create(
                 conversation=self.conversation,
                 role=Message.Role.ASSISTANT,
@@ -126,23 +145,23 @@ class Ledger:
                 completion_tokens=usage.completion_tokens,
                 total_tokens=usage.total_tokens,
             )
-            taken = set(self.conversation.tool_calls.values_list("call_id", flat=True)) if reply.tool_calls else set()
-            ids = unique_call_ids([call.id for call in reply.tool_calls], taken)
-            calls = [
-                ToolCall(
-                    conversation=self.conversation,
-                    message=message,
-                    index=index,
-                    call_id=call_id,
-                    name=storable(call.name)[:64],
-                    raw_arguments=storable(call.arguments),
-                    status=ToolCall.Status.RUNNING,
+            calls: list[ToolCall] = []
+            if reply.tool_calls:
+                requested = [call.id for call in reply.tool_calls]
+                taken = ToolCall.objects.filter(conversation_id=self.conversation.pk, call_id__in=requested)
+                ids = unique_call_ids(requested, taken.values_list("call_id", flat=True))
+                calls = ToolCall.objects.bulk_create(
+                    ToolCall(
+                        conversation=self.conversation,
+                        message=message,
+                        index=index,
+                        call_id=call_id,
+                        name=storable(call.name)[:64],
+                        raw_arguments=storable(call.arguments),
+                        status=ToolCall.Status.RUNNING,
+                    )
+                    for index, (call, call_id) in enumerate(zip(reply.tool_calls, ids, strict=True))
                 )
-                for index, (call, call_id) in enumerate(zip(reply.tool_calls, ids, strict=True))
-            ]
-            if calls:
-                calls = ToolCall.objects.bulk_create(calls)
-            add_usage(self.conversation, usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
         message._prefetched_objects_cache = {"tool_calls": calls}  # type: ignore[attr-defined]
         return message, calls
 
@@ -153,9 +172,9 @@ class Ledger:
             Conversation.objects.filter(pk=self.conversation.pk, title="").update(title=title)
             self.conversation.title = title
 
-    def add_usage(self, prompt: int, completion: int, total: int) -> None:
-        with self.write():
-            add_usage(self.conversation, prompt, completion, total)
+    def add_usage(self, usage: Usage) -> None:
+        with self.write(usage=usage):
+            pass
 
     def wait_for_approval(self, call: ToolCall) -> None:
         """Store a validated call as ``awaiting_approval``."""
@@ -185,15 +204,11 @@ class Ledger:
             return close_open_calls(self.conversation, reason, started=started, waiting=waiting)
 
     def set_status(self, status: str, error: str = "") -> None:
-        """Store how the turn ended; the claim ends with it."""
-        with transaction.atomic():
-            held = Conversation.objects.filter(pk=self.conversation.pk, turn_token=self.token, status=RUNNING)
-            ended = held.update(
-                status=status, error=storable(error), turn_token=None, stop_requested_at=None, updated_at=timezone.now()
-            )
-            if not ended:
-                raise TurnInterrupted(status=self._status_now())
-        self.conversation.status, self.conversation.error, self.conversation.turn_token = status, error, None
+        """Store how the turn ended; the claim ends with it. Nothing to do if a write already ended it so."""
+        if self.ended == status and not error:
+            return
+        with self.write(ending=status, error=error):
+            pass
 
     def _status_now(self) -> str | None:
         return Conversation.objects.filter(pk=self.conversation.pk).values_list("status", flat=True).first()
@@ -216,12 +231,57 @@ def load_messages(conversation: Conversation) -> list[Message]:
     return list(conversation.messages.order_by("id").prefetch_related(calls))
 
 
-def asked_by_client(messages: list[Message]) -> bool:
-    """Whether the latest calls in ``messages`` were asked for by a client directly; then no model waits for them."""
-    for message in reversed(messages):
-        if message.role == Message.Role.ASSISTANT and message.tool_calls.all():
-            return message.model.startswith(CLIENT_PREFIX)
-    return False
+def asked_by_client(conversation: Conversation) -> bool:
+    """Whether the latest calls of the conversation were asked for by a client directly (no model waits for
+    their results)."""
+    latest = (
+        Message.objects.filter(conversation_id=conversation.pk, role=Message.Role.ASSISTANT, tool_calls__isnull=False)
+        .order_by("-id")
+        .values_list("model", flat=True)[:1]
+    )
+    return any(model.startswith(CLIENT_PREFIX) for model in latest)
+
+
+def history_items(
+    conversation: Conversation, *, before: int | None = None, limit: int | None = None
+) -> list[tuple[int, dict[str, Any]]]:
+    """Stored messages as ``(id, Chat Completions message)``, oldest first: all of them, or with ``limit`` the
+    ``limit`` newest before the id ``before``. Read as plain values, not model instances: a turn reads its
+    history on every message, and long histories must stay cheap."""
+    rows = Message.objects.filter(conversation_id=conversation.pk)
+    if before is not None:
+        rows = rows.filter(id__lt=before)
+    fields = ("id", "role", "content", "tool_call_id")
+    if limit is None:
+        messages = list(rows.order_by("id").values_list(*fields))
+    else:
+        messages = list(rows.order_by("-id").values_list(*fields)[:limit])[::-1]
+    if not messages:
+        return []
+    calls = ToolCall.objects.filter(conversation_id=conversation.pk, message_id__gte=messages[0][0])
+    if limit is not None:
+        calls = calls.filter(message_id__lte=messages[-1][0])
+    by_message: dict[int, list[dict[str, Any]]] = {}
+    for message_id, call_id, name, arguments in calls.order_by("message_id", "index").values_list(
+        "message_id", "call_id", "name", "raw_arguments"
+    ):
+        by_message.setdefault(message_id, []).append(
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments or "{}"}}
+        )
+    items = []
+    for message_id, role, content, tool_call_id in messages:
+        if role == Message.Role.TOOL:
+            item: dict[str, Any] = {"role": "tool", "tool_call_id": tool_call_id, "content": content}
+        elif role == Message.Role.ASSISTANT:
+            item = {"role": "assistant", "content": content or None}
+            if message_id in by_message:
+                item["tool_calls"] = by_message[message_id]
+            elif item["content"] is None:
+                item["content"] = ""
+        else:
+            item = {"role": role, "content": content}
+        items.append((message_id, item))
+    return items
 
 
 def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
@@ -252,20 +312,6 @@ def _without_calls(message: Message) -> Message:
     """Mark a new message as having no tool calls, so reading them later costs no query."""
     message._prefetched_objects_cache = {"tool_calls": ToolCall.objects.none()}  # type: ignore[attr-defined]
     return message
-
-
-def add_usage(conversation: Conversation, prompt: int, completion: int, total: int) -> None:
-    if not (prompt or completion or total):
-        return
-    Conversation.objects.filter(pk=conversation.pk).update(
-        prompt_tokens=F("prompt_tokens") + prompt,
-        completion_tokens=F("completion_tokens") + completion,
-        total_tokens=F("total_tokens") + total,
-        updated_at=timezone.now(),  # also the running turn's heartbeat, see claim()
-    )
-    conversation.prompt_tokens += prompt
-    conversation.completion_tokens += completion
-    conversation.total_tokens += total
 
 
 def answer_call_if(
@@ -299,7 +345,7 @@ def answer_call_if(
         "started_at": call.started_at,
         **{name: storable(value) if isinstance(value, str) else value for name, value in fields.items()},
     }
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # within a turn's write, part of its transaction
         if not ToolCall.objects.filter(pk=call.pk, status__in=statuses).update(**values):
             return None
         for name, value in values.items():

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from django.db import transaction
 from pydantic import BaseModel
 
 from ..conf import toolcalling_settings
@@ -98,7 +99,8 @@ class Turn:
             extras_exempt=[SEARCH_TOOL_NAME],
             raise_errors=toolcalling_settings.TOOL_ERRORS == "raise",
         )
-        self.history: list[dict[str, Any]] = []
+        self.history = memory.History()
+        self.continuing = False
         self.asked_by_client = False
         self.ended = False
 
@@ -121,7 +123,8 @@ class Turn:
         turn to a thread or a worker).
         """
         if not claimed:
-            self.claim(continuing=content is None)
+            self.claim(continuing=content is None, content=content)
+            content = None  # stored with the claim, in one transaction
         with self.guard():
             self.start(content)
             # Calls a client asked for directly (an MCP client) are over once decided: no model asked for them.
@@ -131,24 +134,36 @@ class Turn:
             self.end(ending)
         return self.new_messages
 
-    def claim(self, *, continuing: bool = False, metered: bool = True) -> uuid.UUID:
+    def claim(self, *, continuing: bool = False, content: str | None = None, metered: bool = True) -> uuid.UUID:
         """Mark the conversation ``running`` and hold its claim; only one turn runs per conversation at a time.
 
-        A new message over a usage limit is refused here, before anything is stored (``metered=False``: a
-        client's direct tool call, which no limit counts).
-        """
+        ``content``, the user's message, is stored in the same transaction as the claim. A new message over a
+        usage limit is refused first, before anything is stored (``metered=False``: a client's direct tool
+        call, which no limit counts)."""
+        self.continuing = continuing
+        if metered and not continuing:
+            try:
+                self.meter.check(new_turn=True)
+            except UsageLimitExceeded as exc:
+                exc.status = self.conversation.status
+                raise
+        with transaction.atomic():
+            token = self._claim(continuing)
+            if content is not None:  # the claim just made is the fence of this write
+                opening = storage.add_message(self.conversation, Message.Role.USER, content)
+                self.ledger.set_title_if_empty(" ".join(content.split())[:80])
+        if content is not None:
+            self.record(opening)
+            self.meter.record(turns=1)
+        return token
+
+    def _claim(self, continuing: bool) -> uuid.UUID:
         conv = self.conversation
         if continuing:
             self.ledger.token = storage.claim(conv, from_statuses=[AWAITING_APPROVAL])
             if self.ledger.token is None:
                 raise ConversationBusy("The conversation is not waiting to continue.", status=conv.status)
             return self.ledger.token
-        if metered:
-            try:
-                self.meter.check(new_turn=True)
-            except UsageLimitExceeded as exc:
-                exc.status = conv.status
-                raise
         self.ledger.token = storage.claim(conv, from_statuses=[IDLE, FAILED])
         if self.ledger.token is not None or self.take_over():
             return self.ledger.token
@@ -175,17 +190,16 @@ class Turn:
         return True
 
     def start(self, content: str | None) -> None:
-        """Store the user's message (if any) and load the history the model will see."""
+        """Store the user's message (unless the claim did) and load the history the model will see."""
         conv = self.conversation
         if content is not None:
             self.record(self.ledger.add_message(Message.Role.USER, content))
             self.ledger.set_title_if_empty(" ".join(content.split())[:80])
             self.meter.record(turns=1)
         self.observers.turn_started()
-        messages = storage.load_messages(conv)
-        self.asked_by_client = storage.asked_by_client(messages)
-        self.limits.count_stored(messages)
-        self.history = memory.build_history(self.assistant, messages)
+        self.history = memory.load(self.assistant, conv)
+        self.limits.count_current_turn(self.history.items)
+        self.asked_by_client = self.continuing and storage.asked_by_client(conv)
 
     def step(self) -> str | None:
         """Ask the model once and act on its answer: the status the turn ends with, or ``None`` to go on."""
@@ -215,7 +229,8 @@ class Turn:
                     self.record(self.ledger.add_reply(reply)[0])
                     raise OutputValidationError(verdict.problem)
                 data = verdict.value.model_dump(mode="json")
-            message, calls = self.ledger.add_reply(reply, data=data)
+            # A final answer and the turn's end are stored in one transaction.
+            message, calls = self.ledger.add_reply(reply, data=data, ending=None if reply.tool_calls else IDLE)
             self.record(message)
             return calls
 
@@ -253,7 +268,7 @@ class Turn:
             self.observers.awaiting_approval([c for c in calls if c.requires_approval])
             return AWAITING_APPROVAL
         if len(direct) == len(calls):
-            self.record(self.ledger.add_message(Message.Role.ASSISTANT, "\n\n".join(direct)))
+            self.record(self.ledger.add_message(Message.Role.ASSISTANT, "\n\n".join(direct), ending=IDLE))
             return IDLE
         return None
 
@@ -332,7 +347,7 @@ class Turn:
             options["response_format"] = self.output.spec.response_format()
         return ModelRequest(
             model=self.assistant.get_model(),
-            messages=[{"role": "system", "content": instructions}, *memory.trim(self.assistant, self.history)],
+            messages=[{"role": "system", "content": instructions}, *self.history.trimmed(*self._budget)],
             tools=self.offered_tools(),
             options=options,
         )
@@ -354,10 +369,13 @@ class Turn:
     def send_back(self, reply: ModelReply, problem: str) -> None:
         """An invalid structured answer: its tokens count, it and the correction go to the next request only."""
         assert self.output is not None
-        usage = reply.usage
-        self.ledger.add_usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+        self.ledger.add_usage(reply.usage)
         self.history += self.output.correction(reply, problem)
         self.observers.output_retry(self.output.retries_used, problem)
+
+    @property
+    def _budget(self) -> tuple[int | None, int | None]:
+        return self.assistant.history_max_messages, self.assistant.history_max_tokens
 
     def record(self, message: Message) -> None:
         """A message this turn stored: it joins the history sent next, and everyone hears of it."""

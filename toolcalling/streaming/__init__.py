@@ -1,14 +1,14 @@
 """Streaming: each conversation's numbered event stream (in this process, or a Redis Stream shared by every
 process) and its server-sent events form. It knows nothing of turns: the engine publishes, readers follow."""
 
-from ._sse import MEDIA_TYPE, follow, format_event, resume_point, sse_response
+from ._event import Backend, Event
+from ._memory import MemoryBackend
+from ._redis import RedisBackend
+from ._sse import MEDIA_TYPE, Follower, afollow, follow, format_event, resume_point, sse_response
 from ._store import (
     EVENT_TYPES,
-    Backend,
-    Event,
     EventStore,
-    MemoryBackend,
-    RedisBackend,
+    aread,
     describe_call,
     describe_message,
     get_backend,
@@ -21,10 +21,13 @@ from ._store import (
 __all__ = [
     "EVENT_TYPES",
     "MEDIA_TYPE",
+    "Follower",
     "Backend",
     "Event",
     "EventStore",
     "MemoryBackend",
+    "afollow",
+    "aread",
     "RedisBackend",
     "describe_call",
     "describe_message",

@@ -8,7 +8,6 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.http import StreamingHttpResponse
 
 from ..conf import toolcalling_settings
@@ -50,72 +49,100 @@ def resume_point(conversation_id: Any, requested: int | None) -> int:
     return requested if requested <= last else 0
 
 
-def follow(
-    conversation_id: Any,
-    after: int,
-    *,
-    until: Callable[[events.Event], bool] | None = None,
-    idle_timeout: float | None = None,
-    finished: Callable[[], bool] | None = None,
-) -> Iterator[str]:
-    """Yield the conversation's events after ``after`` as SSE text, with keepalive comments.
+class Follower:
+    """One reader of a conversation's stream: what to wait for next, and what to write for what it read.
 
-    Ends after an event for which ``until`` is true; after ``idle_timeout`` seconds without an event;
-    or when ``finished()`` turns true and no event is left to read (the producer is gone).
+    The stream ends after an event for which ``until`` is true; after ``idle_timeout`` seconds without an
+    event; or when ``finished()`` turns true and no event is left to read (the producer is gone). Quiet
+    stretches get a keepalive comment every ``EVENTS_KEEPALIVE`` seconds.
     """
-    s = toolcalling_settings
-    idle_timeout = s.EVENTS_IDLE_TIMEOUT if idle_timeout is None else idle_timeout
-    keepalive = s.EVENTS_KEEPALIVE
-    yield format_start(after)
-    last_event_at = last_write_at = time.monotonic()
-    while True:
-        done_before_read = finished() if finished is not None else False
-        wait = min(keepalive, max(0.0, idle_timeout - (time.monotonic() - last_event_at)))
-        if finished is not None:
+
+    def __init__(
+        self,
+        after: int,
+        *,
+        until: Callable[[events.Event], bool] | None = None,
+        idle_timeout: float | None = None,
+        finished: Callable[[], bool] | None = None,
+    ) -> None:
+        s = toolcalling_settings
+        self.after = after
+        self.until = until
+        self.idle_timeout = s.EVENTS_IDLE_TIMEOUT if idle_timeout is None else idle_timeout
+        self.keepalive = s.EVENTS_KEEPALIVE
+        self.finished = finished
+        self.last_event_at = self.last_write_at = time.monotonic()
+        self.done_before_read = False
+
+    def wait(self) -> float:
+        """How long the next read may wait."""
+        self.done_before_read = self.finished() if self.finished is not None else False
+        wait = min(self.keepalive, max(0.0, self.idle_timeout - (time.monotonic() - self.last_event_at)))
+        if self.finished is not None:
             wait = min(wait, 0.5)  # look at the producer often, so a lost event cannot stall the stream
-        try:
-            batch = events.read(conversation_id, after, wait)
-        except Exception:
-            # The stream's store went away (Redis restarting, say). End this response; the reader
-            # reconnects with its last event id and misses nothing that was kept.
-            logger.warning("reading the events of conversation %s failed", conversation_id, exc_info=True)
-            return
+        return wait
+
+    def took(self, batch: list[events.Event]) -> tuple[list[str], bool]:
+        """The text to write for what a read returned, and whether the stream is over."""
+        lines = []
         for event in batch:
-            after = event.seq
-            yield format_event(event)
-            if until is not None and until(event):
-                return
+            self.after = event.seq
+            lines.append(format_event(event))
+            if self.until is not None and self.until(event):
+                return lines, True
         now = time.monotonic()
         if batch:
-            last_event_at = last_write_at = now
-            continue
-        if done_before_read or now - last_event_at >= idle_timeout:
-            return
-        if now - last_write_at >= keepalive:
+            self.last_event_at = self.last_write_at = now
+            return lines, False
+        if self.done_before_read or now - self.last_event_at >= self.idle_timeout:
+            return lines, True
+        if now - self.last_write_at >= self.keepalive:
             # Proxies and browsers drop connections that stay silent; a comment keeps this one open.
-            last_write_at = now
-            yield KEEPALIVE
+            self.last_write_at = now
+            lines.append(KEEPALIVE)
+        return lines, False
 
 
-async def aiterate(iterator: Iterator[str]) -> AsyncIterator[str]:
-    """Serve a blocking iterator to an ASGI server, each step in a worker thread, closing it on disconnect."""
-    step = sync_to_async(next, thread_sensitive=False)
-    done = object()
-    try:
-        while True:
-            item = await step(iterator, done)
-            if item is done:
-                return
-            yield item
-    finally:
-        close = getattr(iterator, "close", None)
-        if close is not None:
-            await sync_to_async(close, thread_sensitive=False)()
+def follow(conversation_id: Any, follower: Follower) -> Iterator[str]:
+    """The conversation's events as SSE text, read by a thread (WSGI servers)."""
+    yield format_start(follower.after)
+    while True:
+        try:
+            batch = events.read(conversation_id, follower.after, follower.wait())
+        except Exception:
+            _read_failed(conversation_id)
+            return
+        lines, done = follower.took(batch)
+        yield from lines
+        if done:
+            return
 
 
-def sse_response(iterator: Iterator[str], *, asgi: bool) -> StreamingHttpResponse:
+async def afollow(conversation_id: Any, follower: Follower) -> AsyncIterator[str]:
+    """The same, awaited on the event loop (ASGI servers): an idle reader holds no thread."""
+    yield format_start(follower.after)
+    while True:
+        try:
+            batch = await events.aread(conversation_id, follower.after, follower.wait())
+        except Exception:
+            _read_failed(conversation_id)
+            return
+        lines, done = follower.took(batch)
+        for line in lines:
+            yield line
+        if done:
+            return
+
+
+def _read_failed(conversation_id: Any) -> None:
+    # The stream's store went away (Redis restarting, say). End this response; the reader reconnects with
+    # its last event id and misses nothing that was kept.
+    logger.warning("reading the events of conversation %s failed", conversation_id, exc_info=True)
+
+
+def sse_response(conversation_id: Any, follower: Follower, *, asgi: bool) -> StreamingHttpResponse:
     """An unbuffered ``text/event-stream`` response; ASGI servers get an async iterator."""
-    content: Iterator[str] | AsyncIterator[str] = aiterate(iterator) if asgi else iterator
+    content = afollow(conversation_id, follower) if asgi else follow(conversation_id, follower)
     resp = StreamingHttpResponse(content, content_type=f"{MEDIA_TYPE}; charset=utf-8")
     resp["Cache-Control"] = "no-cache"
     resp["X-Accel-Buffering"] = "no"  # nginx would otherwise hold the stream back

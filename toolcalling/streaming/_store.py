@@ -12,15 +12,14 @@ suits the development server and eager Celery.
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
 import time
-from collections import OrderedDict, deque
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ..conf import toolcalling_settings
+from ._event import Backend, Event
+from ._memory import MemoryBackend
+from ._redis import RedisBackend
 
 logger = logging.getLogger("toolcalling")
 
@@ -39,118 +38,11 @@ EVENT_TYPES = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
-class Event:
-    """One event of a conversation: ``seq`` orders it within the conversation."""
-
-    seq: int
-    type: str
-    data: dict[str, Any] = field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"seq": self.seq, "type": self.type, **self.data}
-
-
-class Backend(Protocol):
-    def publish(self, conversation_id: str, type: str, data: dict[str, Any]) -> Event: ...
-
-    def read(self, conversation_id: str, after: int, timeout: float) -> list[Event]: ...
-
-    def last_seq(self, conversation_id: str) -> int: ...
-
-
-class MemoryBackend:
-    """Events kept in this process: a bounded deque per conversation and a condition to wake readers."""
-
-    MAX_CONVERSATIONS = 2000  # least recently used conversations are forgotten beyond this
-
-    def __init__(self, max_len: int) -> None:
-        self.max_len = max_len
-        self._streams: OrderedDict[str, tuple[int, deque[Event]]] = OrderedDict()
-        self._changed = threading.Condition()
-
-    def publish(self, conversation_id: str, type: str, data: dict[str, Any]) -> Event:
-        with self._changed:
-            last, kept = self._streams.pop(conversation_id, (0, deque(maxlen=self.max_len)))
-            event = Event(seq=last + 1, type=type, data=data)
-            kept.append(event)
-            self._streams[conversation_id] = (event.seq, kept)
-            while len(self._streams) > self.MAX_CONVERSATIONS:
-                self._streams.popitem(last=False)
-            self._changed.notify_all()
-        return event
-
-    def read(self, conversation_id: str, after: int, timeout: float) -> list[Event]:
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                last, kept = self._streams.get(conversation_id, (0, ()))
-                if last > after:
-                    return [e for e in kept if e.seq > after]
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return []
-                self._changed.wait(remaining)
-
-    def last_seq(self, conversation_id: str) -> int:
-        with self._changed:
-            return self._streams.get(conversation_id, (0, ()))[0]
-
-
-# Numbering and appending in one script, so concurrent publishers never add ids out of order.
-_PUBLISH = """
-local seq = redis.call('INCR', KEYS[2])
-redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], seq .. '-0', 'type', ARGV[1], 'data', ARGV[3])
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-redis.call('EXPIRE', KEYS[2], ARGV[4])
-return seq
-"""
-
-
-class RedisBackend:
-    """A Redis Stream per conversation (entry id ``<seq>-0``) plus a counter key that numbers its events."""
-
-    def __init__(self, url: str, max_len: int, ttl: int) -> None:
-        import redis
-
-        # No read timeout (redis-py's default is 5 s): XREAD BLOCK waits longer than that on purpose,
-        # up to EVENTS_KEEPALIVE. A dead server still fails fast on connect.
-        self.redis = redis.Redis.from_url(url, socket_timeout=None, socket_connect_timeout=2, health_check_interval=30)
-        self.max_len = max_len
-        self.ttl = ttl
-        self._publish = self.redis.register_script(_PUBLISH)
-
-    @staticmethod
-    def _keys(conversation_id: str) -> tuple[str, str]:
-        return f"toolcalling:events:{conversation_id}", f"toolcalling:events:{conversation_id}:seq"
-
-    def publish(self, conversation_id: str, type: str, data: dict[str, Any]) -> Event:
-        seq = self._publish(
-            keys=list(self._keys(conversation_id)),
-            args=[type, self.max_len, json.dumps(data, default=str), self.ttl],
-        )
-        return Event(seq=int(seq), type=type, data=data)
-
-    def read(self, conversation_id: str, after: int, timeout: float) -> list[Event]:
-        stream, _ = self._keys(conversation_id)
-        # XREAD BLOCK 0 would block forever; a whole number of milliseconds, at least one.
-        answer = self.redis.xread({stream: f"{after}-0"}, block=max(1, int(timeout * 1000)), count=500)
-        events = []
-        for _, entries in answer or []:
-            for entry_id, fields in entries:
-                seq = int(entry_id.split(b"-", 1)[0])
-                events.append(Event(seq=seq, type=fields[b"type"].decode(), data=json.loads(fields[b"data"])))
-        return events
-
-    def last_seq(self, conversation_id: str) -> int:
-        return int(self.redis.get(self._keys(conversation_id)[1]) or 0)
-
-
 def _build_backend() -> Backend:
     s = toolcalling_settings
     if s.EVENTS_REDIS_URL:
         return RedisBackend(s.EVENTS_REDIS_URL, s.EVENTS_MAX_LEN, s.EVENTS_TTL)
-    return MemoryBackend(s.EVENTS_MAX_LEN)
+    return MemoryBackend(s.EVENTS_MAX_LEN, s.EVENTS_MAX_BYTES)
 
 
 class EventStore:
@@ -196,6 +88,11 @@ def publish(conversation_id: Any, type: str, data: dict[str, Any]) -> Event | No
 def read(conversation_id: Any, after: int, timeout: float) -> list[Event]:
     """The events after ``after``, waiting up to ``timeout`` seconds for the first one."""
     return get_backend().read(str(conversation_id), after, timeout)
+
+
+async def aread(conversation_id: Any, after: int, timeout: float) -> list[Event]:
+    """``read`` for an event loop: the wait holds no thread (ASGI servers)."""
+    return await get_backend().aread(str(conversation_id), after, timeout)
 
 
 def last_seq(conversation_id: Any) -> int:

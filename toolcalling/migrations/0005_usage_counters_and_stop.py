@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('toolcalling', '0003_fenced_turns_and_unique_call_ids'),
+        ('toolcalling', '0004_history_indexes'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,0 +1,64 @@
+"""The app's side of the loop benchmark, in a process of its own so it can run on either database.
+
+It reads ``run <turns>`` lines on stdin and answers each with a JSON list of seconds per turn: one new
+conversation through ``Assistant.run``, every message and call stored. The database comes from
+``TOOLCALLING_TEST_DATABASE`` as in the test settings; the model server from ``--base-url``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.test import override_settings  # noqa: E402
+
+from bench._model import ANSWER, QUESTION  # noqa: E402
+from toolcalling import Assistant  # noqa: E402
+
+
+class BenchAssistant(Assistant):
+    id = "bench"
+    instructions = "You add numbers."
+    tools = ["add"]  # the test site's add: the same schema the bare loop offers
+
+
+def run(assistant: Assistant, user: object, turns: int) -> list[float]:
+    conversation = None
+    times = []
+    for _ in range(turns):
+        started = time.perf_counter()
+        result = assistant.run(user, QUESTION, conversation)
+        times.append(time.perf_counter() - started)
+        assert result.reply == ANSWER, result.reply
+        conversation = result.conversation
+    return times
+
+
+def main() -> None:
+    base_url = sys.argv[sys.argv.index("--base-url") + 1]
+    call_command("migrate", verbosity=0)
+    user, _ = get_user_model().objects.get_or_create(username="bench")
+    toolcalling = {**settings.TOOLCALLING, "BASE_URL": base_url, "API_KEY": "x", "MAX_RETRIES": 0, "MODEL": "m"}
+    with override_settings(TOOLCALLING=toolcalling):
+        assistant = Assistant.get("bench")
+        print("ready", flush=True)
+        for line in sys.stdin:
+            turns = int(line.split()[1])
+            print(json.dumps(run(assistant, user, turns)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

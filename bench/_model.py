@@ -1,0 +1,82 @@
+"""The scripted model of the benchmarks, served by the strict local server in a process of its own.
+
+Every side of a benchmark gets the same answers: to a user message a call of ``add``, to its result a second
+call, to that result a short reply — three requests and two tool calls per turn. Run ``python bench/_model.py``
+to serve it; it prints its base URL and serves until stopped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from toolcalling.testing import OpenAICompatibleServer, Reply, ToolCall  # noqa: E402
+
+ADD = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Add two numbers.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "a": {"type": "integer", "description": "The first number."},
+                "b": {"type": "integer", "description": "The second number."},
+            },
+            "required": ["a", "b"],
+        },
+    },
+}
+QUESTION = "Add 2+3 and 4+5."
+ANSWER = "5 and 9."
+
+
+class BenchModel:
+    model_name = "bench-model"
+
+    def __init__(self) -> None:
+        self.ids = itertools.count(1)
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        """Three requests per turn: a call of ``add``, after its result another one, after that the answer."""
+        answered = 0
+        for message in reversed(body["messages"]):
+            if message["role"] == "user":
+                break
+            answered += message["role"] == "tool"
+        if answered >= 2:
+            return Reply(content=ANSWER)
+        a, b = ((2, 3), (4, 5))[answered]
+        return Reply(tool_calls=[ToolCall("add", json.dumps({"a": a, "b": b}), id=f"call_{next(self.ids)}")])
+
+    def on_rejected(self, body: Any, errors: list[str]) -> None:
+        # The strict server refused a request: the benchmark is wrong, say so loudly.
+        print("REJECTED:", errors, file=sys.stderr, flush=True)
+
+
+@contextmanager
+def model_server() -> Iterator[str]:
+    """The bench model's strict server in a subprocess (so it never shares the benchmark's GIL); its base URL."""
+    process = subprocess.Popen([sys.executable, __file__], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert process.stdout is not None
+        yield process.stdout.readline().strip()
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+if __name__ == "__main__":
+    with OpenAICompatibleServer(BenchModel()) as server:
+        print(server.base_url, flush=True)
+        threading.Event().wait()  # until the benchmark terminates this process
