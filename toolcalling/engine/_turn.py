@@ -152,9 +152,9 @@ class Turn:
             if content is not None:  # the claim just made is the fence of this write
                 opening = storage.add_message(self.conversation, Message.Role.USER, content)
                 self.ledger.set_title_if_empty(" ".join(content.split())[:80])
+                self.meter.record(turns=1)  # the message and its count are stored together
         if content is not None:
             self.record(opening)
-            self.meter.record(turns=1)
         return token
 
     def _claim(self, continuing: bool) -> uuid.UUID:
