@@ -253,5 +253,6 @@ def test_checking_limits_does_not_read_the_history(api, model, alice):
     first, second = turn_queries(short), turn_queries(long)
     assert len(first) == len(second)
     counters = [sql for sql in second if "toolcalling_usagecounter" in sql]
-    # Three checks (the new message, two model calls); the turn and two model calls counted, the rows created once.
-    assert len(counters) == 3 + 3 + 1
+    # Three checks (the new message, two model calls); the rows made sure of and found once; the turn and its
+    # two answers counted.
+    assert len(counters) == 3 + 2 + 3

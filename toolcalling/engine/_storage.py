@@ -27,6 +27,7 @@ from django.utils import timezone
 from ..exceptions import TurnInterrupted
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json, unique_call_ids
+from ..usage import Meter
 from ._replies import ModelReply, Usage
 
 logger = logging.getLogger("toolcalling")
@@ -73,9 +74,10 @@ def request_stop(conversation: Conversation) -> bool:
 class Ledger:
     """The writes of one turn, each refused once the turn no longer holds its claim (``TurnInterrupted``)."""
 
-    def __init__(self, conversation: Conversation, token: uuid.UUID | None = None) -> None:
+    def __init__(self, conversation: Conversation, token: uuid.UUID | None = None, meter: Meter | None = None) -> None:
         self.conversation = conversation
         self.token = token
+        self.meter = meter  # the turn's usage counts, stored with its writes
         self.ended: str | None = None  # the status a write already ended the turn with
         self.stopping = False  # the owner asked the turn to stop, as its last write (or check) found
 
@@ -85,7 +87,8 @@ class Ledger:
         heartbeat, the tokens of a reply (``usage``) and the turn's end (``ending``), in one statement.
 
         It notices a stop request too: the usual update is also fenced by "no stop asked for", and only when
-        it finds nothing does a second one tell a stop request (``stopping``) from a lost claim."""
+        it finds nothing does a second one tell a stop request (``stopping``) from a lost claim. And it stores
+        the usage the turn counted since its last write (the ``meter``), in the same transaction."""
         values: dict[str, Any] = {"updated_at": timezone.now()}
         if usage is not None and usage.total_tokens:
             values["prompt_tokens"] = F("prompt_tokens") + usage.prompt_tokens
@@ -102,6 +105,9 @@ class Ledger:
                     raise TurnInterrupted(status=self._status_now())
                 self.stopping = True
             yield
+            if self.meter is not None:
+                # Last, so the counter rows every turn adds to stay locked only until the commit right after.
+                self.meter.flush()
         conv = self.conversation
         if usage is not None:
             conv.prompt_tokens += usage.prompt_tokens

@@ -72,11 +72,13 @@ class Turn:
     ) -> None:
         self.assistant = assistant
         self.conversation = conversation
-        self.ledger = storage.Ledger(conversation, token)  # token: a claim made elsewhere (a background turn)
         self.client = client or get_client()
         user = user if user is not None else conversation.user
         self.view = TurnView(assistant=assistant, conversation=conversation, user=user,
                              context=assistant.build_context(user, conversation), stream=stream)  # fmt: skip
+        self.meter = Meter.build(assistant, self.view.context)  # usage limits across turns
+        # token: a claim made elsewhere (a background turn); the ledger stores the meter's counts with its writes
+        self.ledger = storage.Ledger(conversation, token, meter=self.meter)
         self.observers = Observers(self.view, assistant.get_hooks(), listeners or [])
         self.tools: dict[str, Tool] = {t.name: t for t in assistant.get_tools(self.view.context)}
         check_extras(assistant.argument_extras, self.tools.values(), type(assistant).__qualname__)
@@ -86,7 +88,6 @@ class Turn:
             self.tools[SEARCH_TOOL_NAME] = self.search.tool
         spec = assistant.get_output_spec(output_type)
         self.output = OutputCheck(spec) if spec is not None else None
-        self.meter = Meter.build(assistant, self.view.context)  # usage limits across turns
         self.limits = Limits()
         self.calls = CallPath(
             view=self.view,
@@ -193,9 +194,9 @@ class Turn:
         """Store the user's message (unless the claim did) and load the history the model will see."""
         conv = self.conversation
         if content is not None:
+            self.meter.add(turns=1)  # stored with the message
             self.record(self.ledger.add_message(Message.Role.USER, content))
             self.ledger.set_title_if_empty(" ".join(content.split())[:80])
-            self.meter.record(turns=1)
         self.observers.turn_started()
         self.history = memory.load(self.assistant, conv)
         self.limits.count_current_turn(self.history.items)
@@ -316,6 +317,8 @@ class Turn:
                 raise
         except TurnInterrupted as exc:
             # The claim is gone: nothing more may be written, and the stream now belongs to whoever holds it.
+            # What the turn used still counts.
+            self.meter.flush()
             self.ended = True
             self.observers.turn_abandoned(str(exc))
             exc.messages = list(self.new_messages)
@@ -353,12 +356,12 @@ class Turn:
         )
 
     def send(self, request: ModelRequest) -> ModelReply:
-        """One request over the wire; what it used counts against the usage limits at once, whatever comes next."""
+        """One request over the wire; what it used is counted whatever comes next, and stored with the next write."""
         on_delta = self.observers.delta if self.view.stream else None
         reply = self.client.complete(
             model=request.model, messages=request.messages, tools=request.tools, on_delta=on_delta, **request.options
         )
-        self.meter.record(tokens=reply.usage.total_tokens, tool_calls=len(reply.tool_calls))
+        self.meter.add(tokens=reply.usage.total_tokens, tool_calls=len(reply.tool_calls))
         return reply
 
     def offered_tools(self) -> list[dict[str, Any]]:

@@ -35,6 +35,15 @@ MAX_KEY_LENGTH = 200
 
 
 @dataclass(frozen=True)
+class Usage:
+    """Amounts counted together."""
+
+    tokens: int = 0
+    turns: int = 0
+    tool_calls: int = 0
+
+
+@dataclass(frozen=True)
 class Counted:
     """A counter row without its period start: what is counted for whom, per which period."""
 
@@ -53,7 +62,8 @@ class Meter:
     def __init__(self, limits: Iterable[tuple[UsageLimit, str]], counted: Iterable[Counted]) -> None:
         self.limits = list(limits)
         self.counted = list(dict.fromkeys(counted))
-        self._created: set[tuple[str, str, str, datetime.datetime]] = set()  # rows known to exist
+        self.pending = Usage()  # counted, not yet stored (see ``add`` and ``flush``)
+        self._ids: tuple[tuple, list[int]] | None = None  # the counter rows of the current periods, found once
 
     @classmethod
     def build(cls, assistant: Assistant, ctx: ToolContext) -> Meter:
@@ -95,25 +105,49 @@ class Meter:
 
     # After a model call -----------------------------------------------------------------------------
 
+    def add(self, *, tokens: int = 0, turns: int = 0, tool_calls: int = 0) -> None:
+        """Count usage now and store it with the turn's next write (``flush`` in its transaction): no commit
+        of its own, and a check before the next model call comes after that write."""
+        self.pending = Usage(self.pending.tokens + tokens, self.pending.turns + turns,
+                             self.pending.tool_calls + tool_calls)  # fmt: skip
+
+    def flush(self) -> None:
+        """Store what was counted since the last flush (in the caller's transaction, if any)."""
+        pending = self.pending
+        try:
+            self.record(tokens=pending.tokens, turns=pending.turns, tool_calls=pending.tool_calls)
+        except BaseException:
+            self._ids = None  # rows it created are rolled back with it; the counts stay pending
+            raise
+        self.pending = Usage()
+
     def record(self, *, tokens: int = 0, turns: int = 0, tool_calls: int = 0) -> None:
-        """Add to every counter this turn counts in: two queries the first time in a period, one after that."""
+        """Add to every counter this turn counts in: one ``UPDATE`` by primary key (the first time in a turn,
+        after finding the rows)."""
         if not (tokens or turns or tool_calls):
             return
         UsageCounter = counter_model()
         now = timezone.now()
-        rows = {counted.row(now): counted for counted in self.counted}
-        missing = [row for row in rows if row not in self._created]
-        if missing:
-            UsageCounter.objects.bulk_create(
-                [UsageCounter(scope=s, key=k, period=p, period_start=start, user_id=rows[(s, k, p, start)].user_id,
-                              updated_at=now) for s, k, p, start in missing],
-                ignore_conflicts=True,
-            )  # fmt: skip
-            self._created.update(missing)
-        UsageCounter.objects.filter(matching(rows)).update(
+        UsageCounter.objects.filter(pk__in=self._row_ids(now)).update(
             tokens=F("tokens") + tokens, turns=F("turns") + turns, tool_calls=F("tool_calls") + tool_calls,
             updated_at=now,
         )  # fmt: skip
+
+    def _row_ids(self, now: datetime.datetime) -> list[int]:
+        """The ids of the rows the turn counts in now, found once per turn (and period): the rows nobody has
+        counted in yet are created (a race with another process is fine: the database keeps one), then read."""
+        rows = {counted.row(now): counted for counted in self.counted}
+        key = tuple(rows)
+        if self._ids is None or self._ids[0] != key:
+            UsageCounter = counter_model()
+            UsageCounter.objects.bulk_create(
+                [UsageCounter(scope=s, key=k, period=p, period_start=start, user_id=rows[(s, k, p, start)].user_id,
+                              updated_at=now) for s, k, p, start in rows],
+                ignore_conflicts=True,
+            )  # fmt: skip
+            ids = UsageCounter.objects.filter(matching(rows)).order_by().values_list("pk", flat=True)
+            self._ids = (key, list(ids))
+        return self._ids[1]
 
 
 def scope_key(limit: UsageLimit, ctx: ToolContext, assistant_id: str) -> str | None:
