@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,11 +45,14 @@ ANSWER = "5 and 9."
 class BenchModel:
     model_name = "bench-model"
 
-    def __init__(self) -> None:
+    def __init__(self, latency: float = 0.0) -> None:
         self.ids = itertools.count(1)
+        self.latency = latency  # seconds each answer takes, as a real model's would
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         """Three requests per turn: a call of ``add``, after its result another one, after that the answer."""
+        if self.latency:
+            time.sleep(self.latency)
         answered = 0
         for message in reversed(body["messages"]):
             if message["role"] == "user":
@@ -65,9 +69,10 @@ class BenchModel:
 
 
 @contextmanager
-def model_server() -> Iterator[str]:
+def model_server(latency: float = 0.0) -> Iterator[str]:
     """The bench model's strict server in a subprocess (so it never shares the benchmark's GIL); its base URL."""
-    process = subprocess.Popen([sys.executable, __file__], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    command = [sys.executable, __file__, str(latency)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert process.stdout is not None
         yield process.stdout.readline().strip()
@@ -77,6 +82,6 @@ def model_server() -> Iterator[str]:
 
 
 if __name__ == "__main__":
-    with OpenAICompatibleServer(BenchModel()) as server:
+    with OpenAICompatibleServer(BenchModel(float(sys.argv[1]) if len(sys.argv) > 1 else 0.0)) as server:
         print(server.base_url, flush=True)
         threading.Event().wait()  # until the benchmark terminates this process

@@ -87,6 +87,8 @@ if DEMO_USES_OFFLINE_MODEL:
     TOOLCALLING = {"OFFLINE_MODEL": True, "MODEL": "toolcalling-offline"}
 else:
     TOOLCALLING = {"MODEL": os.environ.get("TOOLCALLING_MODEL", "gpt-4o-mini")}
+# Where the approval e-mails' links point; set SITE_URL when the demo is reached under another address.
+TOOLCALLING["SITE_URL"] = os.environ.get("SITE_URL", f"http://localhost:{DEMO_PORT}")
 
 # With REDIS_URL a worker runs approved tool calls; without it they run inside the approving request.
 CELERY_BROKER_URL = os.environ.get("REDIS_URL")

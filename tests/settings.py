@@ -15,6 +15,7 @@ ALLOWED_HOSTS = ["*"]
 USE_TZ = True
 ROOT_URLCONF = "tests.urls"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+SITE_ID = 1
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -22,6 +23,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "django.contrib.sites",  # notifications fall back to it for absolute links when SITE_URL is unset
     "django.contrib.staticfiles",
     "rest_framework",
     "toolcalling",
@@ -80,6 +82,7 @@ TOOLCALLING = {
     "MAX_RETRIES": 0,
     # Not the environment's REDIS_URL: tests that want Redis events start their own server.
     "EVENTS_REDIS_URL": os.environ.get("TOOLCALLING_TEST_EVENTS_REDIS_URL", ""),
+    "SITE_URL": "http://testserver",  # the test client's host: links in notifications are absolute
 }
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True

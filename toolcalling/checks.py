@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
 
 
 @checks.register("toolcalling")
@@ -88,5 +89,35 @@ def check_model_endpoint(app_configs: Any = None, **kwargs: Any) -> list[checks.
             hint='Set OPENAI_API_KEY, or TOOLCALLING["BASE_URL"] for a local server, '
             'or TOOLCALLING["OFFLINE_MODEL"] = True for the offline demo model.',
             id="toolcalling.W001",
+        )
+    ]
+
+
+@checks.register("toolcalling")
+def check_site_url(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    from django.apps import apps
+
+    from .conf import toolcalling_settings as s
+    from .toolkit import tools
+
+    try:
+        site_url = s.SITE_URL
+    except ImproperlyConfigured:
+        return []  # reported by check_settings
+    if site_url or apps.is_installed("django.contrib.sites"):
+        return []
+    gated = sorted(t.name for t in tools.all() if t.requires_approval is not False and t.approver == "staff")
+    if not gated:
+        return []
+    return [
+        checks.Warning(
+            _(
+                "Links to the admin in approval notifications will be relative (e.g. /admin/...), so they "
+                "cannot be opened from a mail client: TOOLCALLING has no SITE_URL and django.contrib.sites "
+                "is not installed. Tools that wait for staff: %(tools)s."
+            )
+            % {"tools": ", ".join(gated)},
+            hint=_('Set TOOLCALLING["SITE_URL"] = "https://your.site", or install django.contrib.sites.'),
+            id="toolcalling.W002",
         )
     ]

@@ -38,6 +38,8 @@ DEFAULTS: dict[str, Any] = {
     # Approval.
     "APPROVAL_TIMEOUT": 24 * 60 * 60,  # seconds a call may wait for a decision
     "APPROVAL_RUN_TIMEOUT": 60 * 60,  # seconds an approved call may be "running" before a sweep marks it failed
+    "APPROVER_MAY_BE_REQUESTER": False,  # True: staff may approve the calls of their own conversations
+    "SITE_URL": None,  # "https://shop.example.com": links in notifications; None: django.contrib.sites, if installed
     # Tool search.
     "TOOL_SEARCH_THRESHOLD": 30,
     # Structured output: "json_schema" (response_format with the schema) or "json_object" (the schema in the
@@ -111,6 +113,12 @@ class ToolcallingSettings:
             value = user_settings.get(key, DEFAULTS[key])
             if not isinstance(value, int) or value < 1:
                 raise ImproperlyConfigured(f"TOOLCALLING[{key!r}] must be a positive integer, not {value!r}.")
+        site_url = user_settings.get("SITE_URL")
+        if site_url is not None and not (isinstance(site_url, str) and site_url.startswith(("http://", "https://"))):
+            raise ImproperlyConfigured(
+                f"TOOLCALLING['SITE_URL'] must start with http:// or https:// (e.g. 'https://shop.example.com'), "
+                f"not {site_url!r}."
+            )
 
     def __getattr__(self, name: str) -> Any:
         if name not in DEFAULTS:

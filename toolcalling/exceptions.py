@@ -104,6 +104,23 @@ class AlreadyDecided(APIError):
     default_detail = _("This tool call was already decided.")
 
 
+class DecisionNotAllowed(APIError):
+    """This user may not decide on this tool call: staff decide it and they are not an approver, or the
+    conversation's own user confirms it and they are someone else (staff included)."""
+
+    status_code = http.HTTP_403_FORBIDDEN
+    default_code = "permission_denied"
+    default_detail = _("You may not decide on this tool call.")
+
+
+class RequesterMayNotApprove(DecisionNotAllowed):
+    """Four eyes: a staff member may not approve a call from their own conversation
+    (unless ``APPROVER_MAY_BE_REQUESTER`` is True); they may still reject it."""
+
+    default_code = "requester_may_not_approve"
+    default_detail = _("You asked for this call yourself, so another staff member has to approve it.")
+
+
 class TaskQueueUnavailable(APIError):
     """The Celery broker could not be reached, so nothing was started; nothing was lost either."""
 

@@ -142,6 +142,10 @@ class ToolCall(models.Model):
         CANCELLED = "cancelled", _("Cancelled")
         EXPIRED = "expired", _("Expired")
 
+    class Approver(models.TextChoices):
+        STAFF = "staff", _("A staff member")
+        USER = "user", _("The user")
+
     id = models.BigAutoField(primary_key=True)
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="tool_calls", verbose_name=_("conversation")
@@ -185,6 +189,13 @@ class ToolCall(models.Model):
     result = models.TextField(blank=True, verbose_name=_("result"), help_text=_("What the model was told."))
     error = models.TextField(blank=True, verbose_name=_("error"))
     requires_approval = models.BooleanField(default=False, verbose_name=_("requires approval"))
+    approver = models.CharField(
+        max_length=10,
+        choices=Approver.choices,
+        default=Approver.STAFF,
+        verbose_name=_("approver"),
+        help_text=_("Who decides a gated call: a staff member, or the conversation's own user."),
+    )
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

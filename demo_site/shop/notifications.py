@@ -2,26 +2,15 @@
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.core.mail import send_mail
-from django.db.models import Q
-from django.urls import reverse
+
+from toolcalling.notifications import approval_notice, approvers
 
 
 def tell_approvers(sender: Any, tool_call: Any, **kwargs: Any) -> None:
-    """Receiver of ``toolcalling.signals.approval_requested``."""
-    perm = Permission.objects.get(codename="approve_toolcall", content_type__app_label="toolcalling")
-    approvers = (
-        get_user_model()
-        .objects.filter(Q(user_permissions=perm) | Q(groups__permissions=perm) | Q(is_superuser=True), is_active=True)
-        .exclude(email="")
-        .distinct()
-    )
-    url = reverse("admin:toolcalling_toolcall_change", args=[tool_call.pk])
-    send_mail(
-        f"Approval needed: {tool_call.name}",
-        f"{tool_call.conversation.user} asked for {tool_call.name}({tool_call.arguments}).\nDecide: {url}",
-        None,
-        [a.email for a in approvers],
-    )
+    """Receiver of ``toolcalling.signals.approval_requested``: the link opens the call's page in the admin."""
+    recipients = [user.email for user in approvers(tool_call)]
+    if not recipients:  # e.g. a call the customer confirms on the chat page
+        return
+    notice = approval_notice(tool_call)
+    send_mail(notice.subject, notice.body, None, recipients)

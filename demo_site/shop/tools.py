@@ -116,7 +116,28 @@ def get_product_stock(sku: Annotated[str, Field(description="Product SKU, e.g. M
     return _product(product)
 
 
-@tool(requires_approval=True, description="Cancel one of the user's orders. A staff member confirms it first.")
+def cancellation_preview(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    """What the staff member deciding a cancellation sees: the order as it is now, not as it was asked about."""
+    try:
+        order = _own_orders(ctx).prefetch_related("lines__product").get(order_no=args["order_no"].strip())
+    except Order.DoesNotExist:
+        raise ValueError(f"No order {args['order_no']} for this customer.")
+    return {
+        "order": order.order_no,
+        "state": order.get_state_display(),
+        "can be cancelled": "yes" if order.state in Order.CANCELLABLE_STATES else "no, it can only be returned",
+        "placed on": order.created.date().isoformat(),
+        "expected delivery": order.eta.isoformat() if order.eta else "-",
+        "total": _money(order.total),
+        "items": ", ".join(f"{line.quantity} × {line.product.name}" for line in order.lines.all()),
+    }
+
+
+@tool(
+    requires_approval=True,
+    approval_preview=cancellation_preview,
+    description="Cancel one of the user's orders. A staff member confirms it first.",
+)
 def cancel_order(
     ctx: ToolContext,
     order_no: OrderNo,

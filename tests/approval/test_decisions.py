@@ -368,4 +368,5 @@ def test_the_readme_email_receiver_tells_approvers(api, ops, approver, model, ma
     call_id = post(api, ops, "bump").json()["awaiting_approval"][0]["id"]
     [mail] = mailoutbox
     assert mail.to == ["carol@example.com"] and mail.subject == "Approval needed: bump"
-    assert f"/admin/toolcalling/toolcall/{call_id}/change/" in mail.body and "alice asked for bump" in mail.body
+    assert f"http://testserver/admin/toolcalling/toolcall/{call_id}/change/" in mail.body
+    assert "alice asked the assistant “Ops” to run bump." in mail.body

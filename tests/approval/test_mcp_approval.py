@@ -30,7 +30,7 @@ def test_gated_call_over_mcp_is_approved_in_the_admin_and_run_by_the_worker(live
     admin.force_login(approver)
     data = {"action": "approve_selected", "_selected_action": [call_id]}
     page = admin.post("/admin/toolcalling/toolcall/", data, follow=True).content.decode()
-    assert "Approved 1 tool call(s)" in page
+    assert "Approved 1 tool call; a worker runs it." in page
 
     def finished():
         status = call(url, "get_tool_call_status", {"tool_call_id": call_id}).structured_content

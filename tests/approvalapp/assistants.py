@@ -9,7 +9,24 @@ class OpsAssistant(Assistant):
     id = "ops"
     name = "Ops"
     instructions = "You run operations; some need a staff member's approval."
-    tools = ["bump", "refund", "add", "whoami", "slow_bump"]
+    tools = ["bump", "refund", "add", "whoami", "slow_bump", "move_points", "reset"]
 
     def get_context_extra(self, user: Any, conversation: Any) -> dict[str, Any]:
         return {"tenant": "ops-tenant"}
+
+
+class ClerkAssistant(Assistant):
+    """Only for users with a permission, so a test can take the assistant away while a call waits."""
+
+    id = "clerk"
+    name = "Clerk"
+    permission = "approvalapp.view_counter"
+    tools = ["bump"]
+
+
+class StamperAssistant(Assistant):
+    """For bench/approval_latency.py: one gated tool that writes down when it started."""
+
+    id = "stamper"
+    name = "Stamper"
+    tools = ["stamp"]

@@ -10,7 +10,16 @@ from toolcalling import ToolContext, tool
 from .models import Counter
 
 
-@tool(requires_approval=True)
+def bump_preview(ctx: ToolContext, args: dict) -> dict:
+    """The counter as it is when an approver looks; a locked counter makes the preview itself fail."""
+    if args["name"] == "locked":
+        raise PermissionError("the counter 'locked' cannot be read")
+    row = Counter.objects.filter(name=args["name"]).first()
+    now = row.value if row else 0
+    return {"counter": args["name"], "now": now, "after": now + args.get("by", 1), "for": ctx.user.get_username()}
+
+
+@tool(requires_approval=True, approval_preview=bump_preview)
 def bump(ctx: ToolContext, name: str, by: int = 1) -> dict:
     """Add to a named counter (a staff member approves it first).
 
@@ -54,3 +63,43 @@ def slow_bump(ctx: ToolContext, name: str, release_file: str) -> str:
             return "released"
         time.sleep(0.1)
     return "gave up waiting"
+
+
+def move_points_preview(ctx: ToolContext, args: dict) -> str:
+    row = Counter.objects.filter(name=args["name"]).first()
+    return f"{args['name']} has {row.value if row else 0} points now; it gets {args['points']} more."
+
+
+@tool(requires_approval=True, approver="user", approval_preview=move_points_preview)
+def move_points(ctx: ToolContext, name: str, points: int) -> str:
+    """Add points to a counter; the user confirms it first."""
+    counter, _ = Counter.objects.get_or_create(name=name)
+    Counter.objects.filter(pk=counter.pk).update(value=F("value") + points)
+    return f"{name} got {points} points for {ctx.user.get_username()}"
+
+
+@tool(requires_approval=True, permissions=["approvalapp.change_counter"])
+def reset(ctx: ToolContext, name: str) -> str:
+    """Set a counter back to zero (needs the change_counter permission, and a staff member's approval)."""
+    counter, _ = Counter.objects.get_or_create(name=f"reset-{name}")
+    Counter.objects.filter(pk=counter.pk).update(value=F("value") + 1)
+    return f"reset {name}"
+
+
+def stamp_path(key: str) -> str:
+    """Where ``stamp`` writes: the run's directory, shared by the test process and its workers."""
+    directory = os.path.join(os.environ.get("TOOLCALLING_TEST_VAR", "/tmp"), "stamps")
+    os.makedirs(directory, exist_ok=True)
+    return os.path.join(directory, key)
+
+
+@tool(requires_approval=True)
+def stamp(key: str) -> str:
+    """Write down when the tool started (bench/approval_latency.py times approvals with it).
+
+    Args:
+        key: The name of the stamp.
+    """
+    with open(stamp_path(key), "w") as out:
+        out.write(repr(time.time()))
+    return "stamped"

@@ -151,6 +151,34 @@ def test_a_rename_writes_the_title_alone(db, alice):
     assert (conversation.title, conversation.status, conversation.total_tokens) == ("New", "idle", 42)
 
 
+def test_the_admin_writes_a_conversations_title_alone(admin_client, alice):
+    from django.db.models.signals import pre_save
+
+    conversation = Conversation.objects.create(user=alice, assistant_id="helper", status="running")
+    url = f"/admin/toolcalling/conversation/{conversation.pk}/change/"
+
+    ended: list[bool] = []
+
+    def turn_ends_meanwhile(sender: Any, instance: Any, **kwargs: Any) -> None:
+        # Between the admin reading the row and writing it, the running turn ends.
+        Conversation.objects.filter(pk=instance.pk).update(status="idle", total_tokens=42)
+        ended.append(True)
+
+    inlines = {
+        f"{prefix}-{name}": 0 for prefix in ("messages", "tool_calls") for name in ("TOTAL_FORMS", "INITIAL_FORMS")
+    }
+    pre_save.connect(turn_ends_meanwhile, sender=Conversation)
+    try:
+        response = admin_client.post(url, {"title": "Renamed by staff", "_save": "Save", **inlines})
+        if not ended:  # the admin wrote without a full save (no pre_save): the turn ended after it
+            turn_ends_meanwhile(Conversation, conversation)
+    finally:
+        pre_save.disconnect(turn_ends_meanwhile, sender=Conversation)
+    assert response.status_code == 302, response.content
+    conversation.refresh_from_db()
+    assert (conversation.title, conversation.status, conversation.total_tokens) == ("Renamed by staff", "idle", 42)
+
+
 @pytest.mark.parametrize("where", ["conversations", "messages", "approve"])
 def test_too_deeply_nested_json_is_a_400(api, conversation, where):
     body = "[" * 100_000 + "]" * 100_000

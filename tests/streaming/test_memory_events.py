@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 from toolcalling.streaming import MemoryBackend
 
@@ -32,6 +33,16 @@ def test_one_conversation_alone_over_the_bound_keeps_its_newest_events():
     assert [e.seq for e in kept] == list(range(kept[0].seq, 101))
 
 
+def run_loop(coroutine_function: Any) -> Any:
+    """Run a coroutine on a loop of its own, in a thread of its own: the browser tests keep a loop running in
+    the main thread for the whole session (Playwright's sync API)."""
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(asyncio.run(coroutine_function())))
+    thread.start()
+    thread.join(60)
+    return result[0]
+
+
 def test_an_async_reader_is_woken_by_a_publisher_in_another_thread():
     store = MemoryBackend(max_len=100, max_bytes=1_000_000)
 
@@ -43,8 +54,8 @@ def test_an_async_reader_is_woken_by_a_publisher_in_another_thread():
         finally:
             publisher.join()
 
-    events = asyncio.run(read())
+    events = run_loop(read)
     assert [(e.seq, e.type) for e in events] == [(1, "message")]
     # An async read with nothing to read ends at its timeout, holding nothing.
-    assert asyncio.run(store.aread("c", 1, 0.01)) == []
+    assert run_loop(lambda: store.aread("c", 1, 0.01)) == []
     assert store._waiters == {}

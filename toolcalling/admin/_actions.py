@@ -11,10 +11,12 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from .. import approval
-from ..exceptions import AlreadyDecided, TaskQueueUnavailable
+from ..exceptions import AlreadyDecided, DecisionNotAllowed, TaskQueueUnavailable
 from ..models import ToolCall
+from ._desk import report_approved
 
 if TYPE_CHECKING:
     from ._tool_calls import ToolCallAdmin
@@ -27,11 +29,13 @@ def approve_selected(modeladmin: ToolCallAdmin, request: HttpRequest, queryset: 
     for call in queryset.select_related("conversation"):
         try:
             approval.approve(call, request.user)
-        except (AlreadyDecided, TaskQueueUnavailable) as exc:
+        except (AlreadyDecided, DecisionNotAllowed, TaskQueueUnavailable) as exc:
             skipped.append(f"#{call.pk} {call.name}: {exc}")
         else:
             approved.append(call)
-    report(modeladmin, request, approved, skipped, _("Approved %(count)d tool call(s); a worker runs them now."))
+    for level, text in report_approved(approved):
+        modeladmin.message_user(request, text, level)
+    report(modeladmin, request, [], skipped)
 
 
 @admin.action(description=_("Reject selected tool calls"), permissions=("approve",))
@@ -62,18 +66,23 @@ def reject_selected(
     for call in queryset.select_related("conversation"):
         try:
             approval.reject(call, request.user, reason)
-        except AlreadyDecided as exc:
+        except (AlreadyDecided, DecisionNotAllowed) as exc:
             skipped.append(f"#{call.pk} {call.name}: {exc}")
         else:
             rejected.append(call)
-    report(modeladmin, request, rejected, skipped, _("Rejected %(count)d tool call(s); the model is told why."))
+    text = ngettext(
+        "Rejected %(count)d tool call; the model is told why.",
+        "Rejected %(count)d tool calls; the model is told why.",
+        len(rejected),
+    )
+    report(modeladmin, request, rejected, skipped, text)
     return None
 
 
 def report(
-    modeladmin: ToolCallAdmin, request: HttpRequest, done: list[ToolCall], skipped: list[str], text: str
+    modeladmin: ToolCallAdmin, request: HttpRequest, done: list[ToolCall], skipped: list[str], text: str = ""
 ) -> None:
     if done:
         modeladmin.message_user(request, text % {"count": len(done)}, messages.SUCCESS)
     if skipped:
-        modeladmin.message_user(request, _("Skipped: ") + "; ".join(skipped), messages.WARNING)
+        modeladmin.message_user(request, _("Skipped: %(calls)s") % {"calls": "; ".join(skipped)}, messages.WARNING)

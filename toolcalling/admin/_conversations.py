@@ -11,6 +11,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from ..models import Conversation, Message, ToolCall
+from ..toolkit import storable
 
 
 def pretty_json(value: Any) -> str:
@@ -53,9 +54,11 @@ class ConversationAdmin(admin.ModelAdmin):
     list_display = ["__str__", "user", "assistant_id", "status", "total_tokens", "updated_at"]
     list_filter = ["status", "assistant_id", ("user", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["title", "user__username", "id"]
-    raw_id_fields = ["user"]
+    # Only the title may change: who it belongs to, where it stands and what it cost are the audit trail.
     readonly_fields = [
         "id",
+        "user",
+        "assistant_id",
         "status",
         "error",
         "state",
@@ -67,6 +70,17 @@ class ConversationAdmin(admin.ModelAdmin):
     ]
     inlines = [MessageInline, ToolCallInline]
     list_select_related = ["user"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # conversations start in the chat, the API or Assistant.run(), never here
+
+    def save_model(self, request: HttpRequest, obj: Conversation, form: Any, change: bool) -> None:
+        """Write the title alone: a turn may be changing this row's status and totals right now, and the
+        form's copy of them is as old as the page."""
+        Conversation.objects.filter(pk=obj.pk).update(title=storable(obj.title))
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # the audit trail; a site that must delete them overrides this
 
 
 @admin.register(Message)
@@ -85,3 +99,6 @@ class MessageAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # a deleted message would leave a history the model API refuses

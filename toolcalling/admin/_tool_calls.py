@@ -1,26 +1,31 @@
-"""The tool call list staff decide on, and the change form that edits a waiting call's arguments."""
+"""The tool call list staff decide on (it opens on the calls waiting for them, longest-waiting first), and the
+change page of a waiting call: who asked and why, the preview, editable arguments, Approve and Reject."""
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.timesince import timesince
-from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from .. import approval
 from ..approval import can_approve
-from ..exceptions import AlreadyDecided, InvalidArguments
+from ..exceptions import AlreadyDecided, DecisionNotAllowed, InvalidArguments, TaskQueueUnavailable
 from ..models import ToolCall
 from ._actions import approve_selected, reject_selected
 from ._conversations import pretty_json
+from ._desk import count_waiting_in_app_list, desk_context, report_approved
 from ._stats import tool_stats
 
 
@@ -37,8 +42,9 @@ class ToolCallArgumentsForm(forms.ModelForm):
     """The change form of a waiting call: only its arguments, checked against the tool's signature."""
 
     arguments = PrettyJSONField(
+        label=gettext_lazy("Arguments"),
         widget=forms.Textarea(attrs={"rows": 12, "cols": 80, "style": "font-family:monospace"}),
-        help_text=_("Edit before approving; the model is told the arguments were changed."),
+        help_text=gettext_lazy("Edit before approving; the model is told the arguments were changed."),
     )
 
     class Meta:
@@ -54,9 +60,46 @@ class ToolCallArgumentsForm(forms.ModelForm):
             raise forms.ValidationError(str(exc))
 
 
+class DeskFilter(admin.SimpleListFilter):
+    """Status, opening on the calls that wait for a staff decision; "All" shows every call."""
+
+    title = gettext_lazy("status")
+    parameter_name = "status"
+    ALL = "all"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [*ToolCall.Status.choices, (self.ALL, gettext_lazy("All"))]
+
+    def choices(self, changelist: Any) -> Any:
+        entries = list(super().choices(changelist))
+        entries[0]["display"] = _("Awaiting a staff decision")  # the default, where Django puts "All"
+        return entries
+
+    def queryset(self, request: HttpRequest, queryset: Any) -> Any:
+        value = self.value()
+        if value is None:
+            return queryset.filter(status=ToolCall.Status.AWAITING_APPROVAL, approver=ToolCall.Approver.STAFF)
+        return queryset if value == self.ALL else queryset.filter(status=value)
+
+
+def on_desk(request: HttpRequest) -> bool:
+    """Whether the list shows the desk: the calls waiting for staff (the default)."""
+    return "status" not in request.GET
+
+
+FIELDSETS_DECIDED = [
+    (gettext_lazy("Outcome"), ["status", "result", "error", "decided_by", "decided_at", "decision_reason"]),
+    (gettext_lazy("Run"), ["started_at", "finished_at", "duration_ms"]),
+]
+FIELDSETS_ALWAYS = [
+    (gettext_lazy("Where it comes from"), ["conversation", "message", "requires_approval", "approver", "created_at"]),
+]
+INTERNAL = (gettext_lazy("Internal"), {"classes": ["collapse"], "fields": ["call_id", "raw_arguments", "extras"]})
+
+
 @admin.register(ToolCall)
 class ToolCallAdmin(admin.ModelAdmin):
-    """The list staff decide on: waiting calls with their tool, arguments, requester, conversation and age."""
+    """The desk: waiting calls with their tool, arguments, requester, conversation and age; decided on there."""
 
     list_display = [
         "id",
@@ -69,7 +112,8 @@ class ToolCallAdmin(admin.ModelAdmin):
         "decided_by",
     ]
     list_filter = [
-        "status",
+        DeskFilter,
+        "approver",
         "name",
         "requires_approval",
         "conversation__assistant_id",
@@ -80,6 +124,7 @@ class ToolCallAdmin(admin.ModelAdmin):
     list_select_related = ["conversation__user", "decided_by"]
     actions = [approve_selected, reject_selected]
     form = ToolCallArgumentsForm
+    change_form_template = "admin/toolcalling/toolcall/change_form.html"
     readonly_fields = [
         "conversation",
         "message",
@@ -93,6 +138,7 @@ class ToolCallAdmin(admin.ModelAdmin):
         "result",
         "error",
         "requires_approval",
+        "approver",
         "decided_by",
         "decided_at",
         "decision_reason",
@@ -102,28 +148,47 @@ class ToolCallAdmin(admin.ModelAdmin):
         "duration_ms",
     ]
 
-    @admin.display(description=_("user"), ordering="conversation__user")
+    def __init__(self, model: type[ToolCall], admin_site: admin.AdminSite) -> None:
+        super().__init__(model, admin_site)
+        count_waiting_in_app_list(admin_site)
+
+    # Columns --------------------------------------------------------------------------------------------
+
+    @admin.display(description=gettext_lazy("user"), ordering="conversation__user")
     def requesting_user(self, obj: ToolCall) -> Any:
         return obj.conversation.user
 
-    @admin.display(description=_("conversation"))
+    @admin.display(description=gettext_lazy("conversation"))
     def conversation_link(self, obj: ToolCall) -> str:
         url = reverse(f"{self.admin_site.name}:toolcalling_conversation_change", args=[obj.conversation_id])
         return format_html("<a href='{}'>{}</a>", url, str(obj.conversation)[:40])
 
-    @admin.display(description=_("arguments"))
+    @admin.display(description=gettext_lazy("arguments"))
     def arguments_display(self, obj: ToolCall) -> str:
         return pretty_json(obj.arguments)
 
-    @admin.display(description=_("original arguments"))
+    @admin.display(description=gettext_lazy("original arguments (from the model)"))
     def original_arguments_display(self, obj: ToolCall) -> str:
         return pretty_json(obj.original_arguments) if obj.original_arguments is not None else "-"
 
-    @admin.display(description=_("age"), ordering="created_at")
+    @admin.display(description=gettext_lazy("age"), ordering="created_at")
     def age(self, obj: ToolCall) -> str:
         return timesince(obj.created_at)
 
-    # Only approvers decide; the change form exists only to edit a waiting call's arguments.
+    # The list -------------------------------------------------------------------------------------------
+
+    def get_ordering(self, request: HttpRequest) -> list[str]:
+        # The desk serves the longest-waiting call first; the other views show the latest calls first.
+        waiting = on_desk(request) or request.GET.get("status") == ToolCall.Status.AWAITING_APPROVAL
+        return ["created_at", "id"] if waiting else ["-created_at", "-id"]
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        if on_desk(request):
+            extra_context = {"title": _("Tool calls awaiting a staff decision"), **(extra_context or {})}
+        return super().changelist_view(request, extra_context)
+
+    # Who may do what: only someone who may decide a waiting call changes it; nobody adds or deletes
+    # calls here, since they are the audit trail of what the assistant did.
 
     def has_approve_permission(self, request: HttpRequest) -> bool:
         return can_approve(request.user)
@@ -132,17 +197,76 @@ class ToolCallAdmin(admin.ModelAdmin):
         return super().has_view_permission(request, obj) or can_approve(request.user)
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        if not can_approve(request.user):
-            return False
-        return obj is None or obj.status == ToolCall.Status.AWAITING_APPROVAL
+        if obj is None:
+            return can_approve(request.user)
+        return obj.status == ToolCall.Status.AWAITING_APPROVAL and approval.may_decide(
+            obj, request.user, approving=True
+        )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        if obj is not None and self.has_change_permission(request, obj):
-            return ["arguments", *(f for f in self.readonly_fields if f != "arguments_display")]
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    # The change page ------------------------------------------------------------------------------------
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[tuple[Any, dict[str, Any]]]:
+        if obj is None:
+            return [(None, {"fields": ["arguments_display"]})]
+        editable = self.has_change_permission(request, obj)
+        top = ["name", "arguments" if editable else "arguments_display"]
+        if obj.original_arguments is not None:
+            top.append("original_arguments_display")
+        waiting = obj.status == ToolCall.Status.AWAITING_APPROVAL
+        rest = FIELDSETS_ALWAYS if waiting else [*FIELDSETS_DECIDED, *FIELDSETS_ALWAYS]
+        return [(None, {"fields": top}), *((title, {"fields": fields}) for title, fields in rest), INTERNAL]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return list(self.readonly_fields)
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        call = self.get_object(request, unquote(object_id))
+        if call is None or not self.has_view_permission(request, call):
+            return super().change_view(request, object_id, form_url, extra_context)
+        if request.method == "POST" and ("_approve" in request.POST or "_reject" in request.POST):
+            decided = self.decide(request, call)
+            if decided is not None:
+                return decided
+        extra_context = {**(extra_context or {}), "desk": desk_context(request, call)}
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def decide(self, request: HttpRequest, call: ToolCall) -> HttpResponse | None:
+        """Approve (with the arguments as shown in the form) or reject with the reason typed in, then go
+        back to the desk; ``None`` to show the form again with its errors."""
+        try:
+            if "_reject" in request.POST:
+                approval.reject(call, request.user, request.POST.get("reject_reason", ""))
+                self.message_user(request, _("Rejected #%(id)s %(name)s; the model is told why.") % self._name(call))
+            else:
+                arguments = None
+                if "arguments" in request.POST and self.has_change_permission(request, call):
+                    # A copy: validating a ModelForm writes the new value onto its instance.
+                    form = self.get_form(request, call)(request.POST, instance=copy.copy(call))
+                    if not form.is_valid():
+                        return None  # the change view validates again and shows the errors
+                    if "arguments" in form.changed_data:
+                        arguments = form.cleaned_data["arguments"]
+                approval.approve(call, request.user, arguments)
+                for level, text in report_approved([call]):
+                    self.message_user(request, text, level)
+        except (AlreadyDecided, DecisionNotAllowed, InvalidArguments, TaskQueueUnavailable) as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+        return HttpResponseRedirect(self.desk_url(request))
+
+    def desk_url(self, request: HttpRequest) -> str:
+        """The list the staff member came from (its filters kept), by default the desk."""
+        url = reverse(f"{self.admin_site.name}:toolcalling_toolcall_changelist")
+        preserved = request.GET.get("_changelist_filters")
+        return f"{url}?{preserved}" if preserved else url
 
     def save_model(self, request: HttpRequest, obj: ToolCall, form: forms.ModelForm, change: bool) -> None:
         if "arguments" not in form.changed_data:
@@ -150,8 +274,14 @@ class ToolCallAdmin(admin.ModelAdmin):
         stored = ToolCall.objects.select_related("conversation").get(pk=obj.pk)
         try:
             approval.edit_arguments(stored, request.user, form.cleaned_data["arguments"])
-        except (AlreadyDecided, InvalidArguments) as exc:
+        except (AlreadyDecided, DecisionNotAllowed, InvalidArguments) as exc:
             self.message_user(request, str(exc), messages.ERROR)
+
+    @staticmethod
+    def _name(call: ToolCall) -> dict[str, Any]:
+        return {"id": call.pk, "name": call.name}
+
+    # Statistics -----------------------------------------------------------------------------------------
 
     def get_urls(self) -> list[URLPattern]:
         stats = path("stats/", self.admin_site.admin_view(self.stats_view), name="toolcalling_toolcall_stats")

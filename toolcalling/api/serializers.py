@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.utils import timezone
 from rest_framework import serializers
 
+from .. import approval
 from ..conf import toolcalling_settings
 from ..exceptions import NotRegistered
 from ..models import Conversation, Message, ToolCall
@@ -12,6 +15,10 @@ from ..toolkit import assistants, storable
 
 
 class ToolCallSerializer(serializers.ModelSerializer):
+    preview = serializers.SerializerMethodField(
+        help_text="For someone who may decide this waiting call: its tool's approval_preview, computed now."
+    )
+
     class Meta:
         model = ToolCall
         fields = [
@@ -24,12 +31,24 @@ class ToolCallSerializer(serializers.ModelSerializer):
             "result",
             "error",
             "requires_approval",
+            "approver",
+            "preview",
             "decision_reason",
             "decided_at",
             "created_at",
             "finished_at",
         ]
         read_only_fields = fields
+
+    def get_preview(self, call: ToolCall) -> dict[str, Any] | None:
+        """``{"value": text or data, "error": ""}`` while the call waits and the reader may decide it."""
+        request = self.context.get("request")
+        if request is None or call.status != ToolCall.Status.AWAITING_APPROVAL:
+            return None
+        if not approval.may_decide(call, request.user):
+            return None
+        found = approval.preview(call)
+        return found.as_data() if found is not None else None
 
 
 class ApprovalToolCallSerializer(ToolCallSerializer):

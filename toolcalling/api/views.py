@@ -24,7 +24,6 @@ from ..exceptions import AssistantUnavailable, InvalidArguments, NothingWaiting,
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
 from .errors import ErrorResponses
-from .permissions import CanApproveToolCalls
 from .serializers import (
     ApprovalToolCallSerializer,
     ApproveInputSerializer,
@@ -112,7 +111,8 @@ class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView)
 
     def get(self, request: Request, pk: Any) -> Response:
         conversation = own_conversation(request, pk)
-        return Response(MessageSerializer(messages_queryset(conversation), many=True).data)
+        context = {"request": request}  # lets a waiting call the user confirms carry its preview
+        return Response(MessageSerializer(messages_queryset(conversation), many=True, context=context).data)
 
     def post(self, request: Request, pk: Any) -> HttpResponseBase:
         conversation = own_conversation(request, pk)
@@ -143,6 +143,7 @@ class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView)
                 "awaiting_approval": ToolCallSerializer(
                     [c for m in messages for c in m.tool_calls.all() if c.status == ToolCall.Status.AWAITING_APPROVAL],
                     many=True,
+                    context={"request": request},
                 ).data,
             },
             status=status.HTTP_201_CREATED,
@@ -150,18 +151,14 @@ class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView)
 
 
 class ToolCallViewSet(ErrorResponses, viewsets.ReadOnlyModelViewSet):
-    """Tool calls, filtered by ``?status=``: approvers see all, others their own; approvers decide."""
+    """Tool calls, filtered by ``?status=``: approvers see all, others their own. Approvers decide staff
+    calls, the conversation's user decides calls marked ``approver="user"``; anyone else gets a 403."""
 
     permission_classes = [IsAuthenticated]
 
-    def get_permissions(self) -> list[Any]:
-        if self.action in ("approve", "reject"):
-            return [IsAuthenticated(), CanApproveToolCalls()]
-        return super().get_permissions()
-
     @action(detail=True, methods=["post"])
     def approve(self, request: Request, pk: Any = None) -> Response:
-        """Approve a waiting call, optionally with edited ``arguments``; a worker runs it."""
+        """Approve (confirm) a waiting call, optionally with edited ``arguments``; a worker runs it."""
         data = ApproveInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         call = self.get_object()
@@ -170,24 +167,25 @@ class ToolCallViewSet(ErrorResponses, viewsets.ReadOnlyModelViewSet):
         except InvalidArguments as exc:
             raise ValidationError({"arguments": [str(exc)]})
         call.refresh_from_db()
-        return Response(ApprovalToolCallSerializer(call).data)
+        return Response(self.get_serializer(call).data)
 
     @action(detail=True, methods=["post"])
     def reject(self, request: Request, pk: Any = None) -> Response:
-        """Reject a waiting call with a ``reason`` the model is told."""
+        """Reject (decline) a waiting call with a ``reason`` the model is told."""
         data = RejectInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         call = self.get_object()
         approval.reject(call, request.user, data.validated_data["reason"])
         call.refresh_from_db()
-        return Response(ApprovalToolCallSerializer(call).data)
+        return Response(self.get_serializer(call).data)
 
     def get_serializer_class(self) -> type[ToolCallSerializer]:
         return ApprovalToolCallSerializer if can_approve(self.request.user) else ToolCallSerializer
 
     def get_queryset(self) -> QuerySet[ToolCall]:
         queryset = ToolCall.objects.select_related("conversation__user").order_by("-created_at", "-id")
-        if not can_approve(self.request.user):
+        # A decision finds any call and says 403 when it is not this user's to decide (approval.refusal).
+        if self.action not in ("approve", "reject") and not can_approve(self.request.user):
             queryset = queryset.filter(conversation__user=self.request.user)
         wanted = self.request.query_params.get("status")
         if wanted:

@@ -12,7 +12,8 @@ from ._decisions import (
     reject,
     waiting_calls,
 )
-from ._rights import APPROVE_PERMISSION, can_approve
+from ._preview import Preview, preview
+from ._rights import APPROVE_PERMISSION, can_approve, check_may_decide, may_decide, refusal
 from ._runs import (
     PENDING_STATUSES,
     WORKER_STOPPED,
@@ -29,10 +30,12 @@ __all__ = [
     "PENDING_STATUSES",
     "WAITING",
     "WORKER_STOPPED",
+    "Preview",
     "SweepResult",
     "approve",
     "can_approve",
     "cancel_waiting",
+    "check_may_decide",
     "continue_stalled",
     "continue_when_decided",
     "edit_arguments",
@@ -42,6 +45,9 @@ __all__ = [
     "fail_running",
     "fail_stalled",
     "log_decision",
+    "may_decide",
+    "preview",
+    "refusal",
     "reject",
     "run",
     "start_run",

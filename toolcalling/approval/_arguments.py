@@ -37,4 +37,5 @@ def edit_note(call: ToolCall) -> str:
     if call.original_arguments is None or call.original_arguments == call.arguments:
         return ""
     edited = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
-    return f"Note: a staff member changed the arguments before approving; the tool ran with {edited}.\n"
+    who = "the user" if call.approver == ToolCall.Approver.USER else "a staff member"
+    return f"Note: {who} changed the arguments before approving; the tool ran with {edited}.\n"

@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.dispatch import Signal
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from .. import signals, streaming
 from ..conf import toolcalling_settings
@@ -25,6 +26,7 @@ from ..engine import answer_call_if
 from ..exceptions import AlreadyDecided, TaskQueueUnavailable
 from ..models import Conversation, ToolCall
 from ._arguments import edit_note, validate_arguments
+from ._rights import check_may_decide
 from ._runs import continue_when_decided, enqueue_run, pending
 
 logger = logging.getLogger("toolcalling")
@@ -34,7 +36,10 @@ WAITING = ToolCall.Status.AWAITING_APPROVAL
 
 
 def edit_arguments(call: ToolCall, user: Any, arguments: Any) -> ToolCall:
-    """Replace a waiting call's arguments (validated), keeping the model's own in ``original_arguments``."""
+    """Replace a waiting call's arguments (validated), keeping the model's own in ``original_arguments``.
+
+    Only someone who may approve the call may change them (``DecisionNotAllowed`` otherwise)."""
+    check_may_decide(call, user, approving=True)
     new = validate_arguments(call, arguments)
     if new == call.arguments:
         return call
@@ -51,10 +56,14 @@ def edit_arguments(call: ToolCall, user: Any, arguments: Any) -> ToolCall:
 def approve(call: ToolCall, user: Any, arguments: Any = None) -> ToolCall:
     """Approve a waiting call (optionally with edited arguments) and run it on a worker after commit.
 
+    ``DecisionNotAllowed`` (403) unless ``user`` may approve it: an approver for staff calls, never for
+    their own conversation unless ``APPROVER_MAY_BE_REQUESTER``; the conversation's user for user calls.
+
     Outside a transaction (the API's views) a broker that cannot be reached undoes the approval and raises
     ``TaskQueueUnavailable`` (503). Inside the caller's transaction (``ATOMIC_REQUESTS``, the admin's change
     form) the task is queued when that commits; if it cannot be, the call waits for approval again.
     """
+    check_may_decide(call, user, approving=True)
     nested = transaction.get_connection().in_atomic_block
     with transaction.atomic():
         if arguments is not None:
@@ -65,8 +74,9 @@ def approve(call: ToolCall, user: Any, arguments: Any = None) -> ToolCall:
         ):
             raise _already_decided(call)
         call.status, call.decided_by, call.decided_at = ToolCall.Status.APPROVED, user, now
+        by_user = call.approver == ToolCall.Approver.USER
         edited = " with edited arguments" if edit_note(call) else ""
-        log_decision(call, user, f"Approved{edited}.")
+        log_decision(call, user, f"Confirmed by the user{edited}." if by_user else f"Approved{edited}.")
         # Sent inside the decision's transaction, so receivers (and the event stream) hear of the
         # decision before the worker, started only after commit, can report the run.
         _announce(signals.tool_call_approved, call, user=user)
@@ -89,19 +99,25 @@ def _enqueue_run_or_wait_again(call: ToolCall, user: Any) -> None:
             call.status, call.decided_by, call.decided_at = WAITING, None, None
             log_decision(call, user, "Approval undone: the task queue could not be reached.")
         raise TaskQueueUnavailable(
-            "The task queue could not be reached, so the call was not started; it waits for approval again.",
+            _("The task queue could not be reached, so the call was not started; it waits for approval again."),
             status=WAITING,
         ) from exc
 
 
 def reject(call: ToolCall, user: Any, reason: str = "") -> ToolCall:
-    """Reject a waiting call: the model is told (with the reason) and the conversation goes on."""
+    """Reject (for user calls: decline) a waiting call: the model is told who said no and why, and the
+    conversation goes on. ``DecisionNotAllowed`` (403) unless ``user`` may decide it."""
+    check_may_decide(call, user, approving=False)
     reason = reason.strip()
-    text = "Not run: a staff member rejected this call." + (f" Reason: {reason}" if reason else "")
+    by_user = call.approver == ToolCall.Approver.USER
+    # What the model reads says who refused, so it can answer the user accordingly.
+    text = "Not run: the user declined this call." if by_user else "Not run: a staff member rejected this call."
+    text += f" Reason: {reason}" if reason else ""
+    logged = "Declined by the user" if by_user else "Rejected"
     now = timezone.now()
     with transaction.atomic():
         _decide(call, ToolCall.Status.REJECTED, text, decided_by=user, decided_at=now, decision_reason=reason)
-        log_decision(call, user, f"Rejected: {reason}" if reason else "Rejected.")
+        log_decision(call, user, f"{logged}: {reason}" if reason else f"{logged}.")
         _announce(signals.tool_call_rejected, call, user=user, reason=reason)
     return call
 
@@ -115,11 +131,14 @@ def cancel_waiting(conversation: Conversation, user: Any) -> list[ToolCall]:
     """
     cancelled = []
     for call in conversation.tool_calls.filter(status=WAITING).order_by("id"):
+        by_user = call.approver == ToolCall.Approver.USER
         try:
             _decide(
                 call,
                 ToolCall.Status.CANCELLED,
-                "Not run: the user cancelled this call before a staff member decided.",
+                "Not run: the user cancelled this call."
+                if by_user
+                else "Not run: the user cancelled this call before a staff member decided.",
                 continue_after=False,
                 decided_by=user,
                 decided_at=timezone.now(),
@@ -146,10 +165,11 @@ def expire(now: datetime | None = None) -> list[ToolCall]:
     expired = []
     for call in ToolCall.objects.filter(status=WAITING, created_at__lt=cutoff).select_related("conversation"):
         try:
+            who = "the user did not confirm" if call.approver == ToolCall.Approver.USER else "no staff member decided"
             _decide(
                 call,
                 ToolCall.Status.EXPIRED,
-                f"Not run: no staff member decided within {_duration(timeout)}, so the request expired.",
+                f"Not run: {who} within {_duration(timeout)}, so the request expired.",
                 decided_at=timezone.now(),
                 decision_reason="Expired.",
             )
@@ -172,8 +192,12 @@ def log_decision(call: ToolCall, user: Any, message: str) -> None:
 
 
 def waiting_calls() -> QuerySet[ToolCall]:
-    """The calls awaiting a decision, oldest first, with what the admin and the API show about them."""
-    return ToolCall.objects.filter(status=WAITING).select_related("conversation__user").order_by("created_at")
+    """The calls awaiting a staff decision, longest-waiting first, with what the admin and the API show of them."""
+    return (
+        ToolCall.objects.filter(status=WAITING, approver=ToolCall.Approver.STAFF)
+        .select_related("conversation__user")
+        .order_by("created_at", "id")
+    )
 
 
 # Internals -------------------------------------------------------------------------------------------
@@ -192,7 +216,9 @@ def _decide(call: ToolCall, status: str, text: str, *, continue_after: bool = Tr
 def _already_decided(call: ToolCall) -> AlreadyDecided:
     status = ToolCall.objects.filter(pk=call.pk).values_list("status", flat=True).first() or "deleted"
     label = dict(ToolCall.Status.choices).get(status, status)
-    return AlreadyDecided(f"This tool call was already decided: it is {str(label).lower()}.", status=status)
+    return AlreadyDecided(
+        _("This tool call was already decided: it is %(status)s.") % {"status": str(label).lower()}, status=status
+    )
 
 
 def _duration(seconds: int) -> str:

@@ -108,6 +108,7 @@ class CallPath:
             logger.exception("approval rule of %s failed", tool.name)
             return self._fail(call, f"Error: {type(exc).__name__}: {exc}", cause=exc)
         if gated:
+            call.approver = tool.approver  # stored with the wait: who decides is fixed when the call starts waiting
             self.ledger.wait_for_approval(call)
             self.observers.call_waiting(call)
             return None
@@ -172,6 +173,9 @@ class CallPath:
         return self.observers.run_tool(call, invoke)
 
     def _run_approved(self, call: ToolCall) -> Outcome:
+        revoked = revoked_right(self.view.assistant, self.view.user, call.name)
+        if revoked is not None:
+            return ToolCall.Status.FAILED, f"Error: not run: {revoked}.", revoked
         tool = self.tools.get(call.name)
         if tool is None:
             return ToolCall.Status.FAILED, f"Error: the tool {call.name!r} is not available.", ""
@@ -206,6 +210,19 @@ def run_tool(tool: Tool, ctx: ToolContext, arguments: BaseModel) -> Outcome:
         logger.warning("tool %s failed: %s: %s", tool.name, type(exc).__name__, exc)
         error = f"{type(exc).__name__}: {exc}"
         return ToolCall.Status.FAILED, f"Error: {error}", error
+
+
+def revoked_right(assistant: Any, user: Any, name: str) -> str | None:
+    """Why an approved call may no longer run for ``user``: rights are checked again when it runs, since
+    an approval can come hours after the request. ``None`` while the user still holds them."""
+    if not getattr(user, "is_active", True):
+        return "the user's account is no longer active"
+    if not assistant.has_permission(user):
+        return f"the user may no longer use the assistant {assistant.id!r}"
+    tool = next((t for t in assistant.resolve_tools() if t.name == name), None)
+    if tool is not None and not tool.user_may_use(user):
+        return f"the user no longer has the permissions this tool needs ({', '.join(tool.permissions)})"
+    return None
 
 
 def run_approved_call(call: ToolCall, *, note: str = "") -> bool:

@@ -21,13 +21,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Prefetch, Q
+from django.db.models import Prefetch
 from django.utils import timezone
 
 from ..exceptions import TurnInterrupted
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json, unique_call_ids
 from ..usage import Meter
+from . import _sql as sql
 from ._replies import ModelReply, Usage
 
 logger = logging.getLogger("toolcalling")
@@ -47,14 +48,18 @@ def claim(
     Returns the winner's token (``None`` for the losers). With ``stale_after`` (seconds), a turn that has
     been ``running`` without any write for that long (its process died, or hangs) may be taken over too.
     """
-    condition = Q(status__in=list(from_statuses))
-    if stale_after is not None:
-        cutoff = timezone.now() - datetime.timedelta(seconds=stale_after)
-        condition |= Q(status=RUNNING, updated_at__lt=cutoff)
     token = uuid.uuid4()
-    updated = Conversation.objects.filter(condition, pk=conversation.pk).update(
-        status=RUNNING, error="", turn_token=token, stop_requested_at=None, updated_at=timezone.now()
+    values = {"status": RUNNING, "error": "", "turn_token": token, "stop_requested_at": None,
+              "updated_at": timezone.now()}  # fmt: skip
+    statuses = list(from_statuses)
+    updated = statuses and sql.update(
+        Conversation, set=values, where={"id": conversation.pk}, where_in=("status", statuses)
     )
+    if not updated and stale_after is not None:
+        cutoff = timezone.now() - datetime.timedelta(seconds=stale_after)
+        updated = Conversation.objects.filter(pk=conversation.pk, status=RUNNING, updated_at__lt=cutoff).update(
+            **values
+        )
     if not updated:
         return None
     conversation.status, conversation.error, conversation.turn_token = RUNNING, "", token
@@ -90,16 +95,17 @@ class Ledger:
         it finds nothing does a second one tell a stop request (``stopping``) from a lost claim. And it stores
         the usage the turn counted since its last write (the ``meter``), in the same transaction."""
         values: dict[str, Any] = {"updated_at": timezone.now()}
+        tokens: dict[str, int] = {}
         if usage is not None and usage.total_tokens:
-            values["prompt_tokens"] = F("prompt_tokens") + usage.prompt_tokens
-            values["completion_tokens"] = F("completion_tokens") + usage.completion_tokens
-            values["total_tokens"] = F("total_tokens") + usage.total_tokens
+            tokens = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+                      "total_tokens": usage.total_tokens}  # fmt: skip
         if ending is not None:
             values.update(status=ending, error=storable(error), turn_token=None, stop_requested_at=None)
+        held = {"id": self.conversation.pk, "turn_token": self.token, "status": RUNNING}
         with transaction.atomic():
-            held = Conversation.objects.filter(pk=self.conversation.pk, turn_token=self.token, status=RUNNING)
-            if self.stopping or not held.filter(stop_requested_at=None).update(**values):
-                if not held.update(**values):
+            unstopped = {**held, "stop_requested_at": None}
+            if self.stopping or not sql.update(Conversation, set=values, add=tokens, where=unstopped):
+                if not sql.update(Conversation, set=values, add=tokens, where=held):
                     logger.warning("a write of a turn of conversation %s was refused: the turn lost its claim",
                                    self.conversation.pk)  # fmt: skip
                     raise TurnInterrupted(status=self._status_now())
@@ -119,11 +125,11 @@ class Ledger:
     def check_stop(self) -> bool:
         """Whether the owner asked this turn to stop, read now (one query); ``TurnInterrupted`` if the claim is gone."""
         if not self.stopping:
-            held = Conversation.objects.filter(pk=self.conversation.pk, turn_token=self.token, status=RUNNING)
-            found = held.values_list("stop_requested_at", flat=True)[:1]
+            held = {"id": self.conversation.pk, "turn_token": self.token, "status": RUNNING}
+            found = sql.select(Conversation, ["stop_requested_at"], where=held, limit=1)
             if not found:
                 raise TurnInterrupted(status=self._status_now())
-            self.stopping = found[0] is not None
+            self.stopping = found[0][0] is not None
         return self.stopping
 
     def add_message(self, role: str, content: str, *, ending: str | None = None) -> Message:
@@ -141,7 +147,7 @@ class Ledger:
         """
         usage = reply.usage
         with self.write(usage=usage, ending=ending):
-            message = Message.objects.create(
+            message = Message(
                 conversation=self.conversation,
                 role=Message.Role.ASSISTANT,
                 content=storable(reply.content or ""),
@@ -151,12 +157,14 @@ class Ledger:
                 completion_tokens=usage.completion_tokens,
                 total_tokens=usage.total_tokens,
             )
+            sql.insert([message])
             calls: list[ToolCall] = []
             if reply.tool_calls:
-                requested = [call.id for call in reply.tool_calls]
-                taken = ToolCall.objects.filter(conversation_id=self.conversation.pk, call_id__in=requested)
-                ids = unique_call_ids(requested, taken.values_list("call_id", flat=True))
-                calls = ToolCall.objects.bulk_create(
+                requested = [call.id for call in reply.tool_calls if call.id]
+                taken = sql.select(ToolCall, ["call_id"], where={"conversation": self.conversation.pk},
+                                   where_in=("call_id", requested)) if requested else []  # fmt: skip
+                ids = unique_call_ids([call.id for call in reply.tool_calls], [row[0] for row in taken])
+                calls = [
                     ToolCall(
                         conversation=self.conversation,
                         message=message,
@@ -167,7 +175,8 @@ class Ledger:
                         status=ToolCall.Status.RUNNING,
                     )
                     for index, (call, call_id) in enumerate(zip(reply.tool_calls, ids, strict=True))
-                )
+                ]
+                sql.insert(calls)
         message._prefetched_objects_cache = {"tool_calls": calls}  # type: ignore[attr-defined]
         return message, calls
 
@@ -189,7 +198,7 @@ class Ledger:
         with self.write():
             ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.RUNNING).update(
                 arguments=storable_json(call.arguments), extras=storable_json(call.extras),
-                requires_approval=True, status=call.status,
+                requires_approval=True, approver=call.approver, status=call.status,
             )  # fmt: skip
 
     def answer_call(
@@ -254,23 +263,25 @@ def history_items(
     """Stored messages as ``(id, Chat Completions message)``, oldest first: all of them, or with ``limit`` the
     ``limit`` newest before the id ``before``. Read as plain values, not model instances: a turn reads its
     history on every message, and long histories must stay cheap."""
-    rows = Message.objects.filter(conversation_id=conversation.pk)
-    if before is not None:
-        rows = rows.filter(id__lt=before)
-    fields = ("id", "role", "content", "tool_call_id")
+    columns = ("id", "role", "content", "tool_call_id")
+    where = {"conversation": conversation.pk}
+    below = ("id", before) if before is not None else None
     if limit is None:
-        messages = list(rows.order_by("id").values_list(*fields))
+        messages = sql.select(Message, columns, where=where, below=below, order=["id"])
     else:
-        messages = list(rows.order_by("-id").values_list(*fields)[:limit])[::-1]
+        messages = sql.select(Message, columns, where=where, below=below, order=["id"], descending=True, limit=limit)
+        messages.reverse()
     if not messages:
         return []
-    calls = ToolCall.objects.filter(conversation_id=conversation.pk, message_id__gte=messages[0][0])
-    if limit is not None:
-        calls = calls.filter(message_id__lte=messages[-1][0])
     by_message: dict[int, list[dict[str, Any]]] = {}
-    for message_id, call_id, name, arguments in calls.order_by("message_id", "index").values_list(
-        "message_id", "call_id", "name", "raw_arguments"
-    ):
+    calls = sql.select(
+        ToolCall,
+        ("message", "call_id", "name", "raw_arguments"),
+        where=where,
+        between=("message", messages[0][0], messages[-1][0]),
+        order=["message", "index"],
+    )
+    for message_id, call_id, name, arguments in calls:
         by_message.setdefault(message_id, []).append(
             {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments or "{}"}}
         )
@@ -310,7 +321,8 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
 
 
 def add_message(conversation: Conversation, role: str, content: str, **fields: Any) -> Message:
-    message = Message.objects.create(conversation=conversation, role=role, content=storable(content), **fields)
+    message = Message(conversation=conversation, role=role, content=storable(content), **fields)
+    sql.insert([message])
     return _without_calls(message)
 
 
@@ -352,13 +364,14 @@ def answer_call_if(
         **{name: storable(value) if isinstance(value, str) else value for name, value in fields.items()},
     }
     with transaction.atomic(savepoint=False):  # within a turn's write, part of its transaction
-        if not ToolCall.objects.filter(pk=call.pk, status__in=statuses).update(**values):
+        if not sql.update(ToolCall, set=values, where={"id": call.pk}, where_in=("status", statuses)):
             return None
         for name, value in values.items():
             setattr(call, name, value)
-        message = Message.objects.create(
+        message = Message(
             conversation_id=call.conversation_id, role=Message.Role.TOOL, content=result, tool_call_id=call.call_id
         )
+        sql.insert([message])
     return _without_calls(message)
 
 

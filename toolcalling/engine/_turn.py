@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 from pydantic import BaseModel
 
 from ..conf import toolcalling_settings
@@ -170,9 +171,14 @@ class Turn:
             return self.ledger.token
         conv.refresh_from_db(fields=["status"])
         if conv.status == AWAITING_APPROVAL:
+            yours = conv.tool_calls.filter(status=ToolCall.Status.AWAITING_APPROVAL, approver="user").exists()
             raise ConversationBusy(
-                "The conversation is waiting for a staff member to approve a tool call. "
-                "Wait for the decision or cancel the waiting calls.",
+                _("A tool call waits for you to confirm or decline it first.")
+                if yours
+                else _(
+                    "The conversation is waiting for a staff member to approve a tool call. "
+                    "Wait for the decision or cancel the waiting calls."
+                ),
                 status=conv.status,
             )
         raise ConversationBusy(status=conv.status)

@@ -101,8 +101,12 @@ def last_seq(conversation_id: Any) -> int:
 
 
 def describe_call(call: Any) -> dict[str, Any]:
-    """A tool call as events name it: ids, name and status, never arguments or results."""
-    return {"id": call.pk, "call_id": call.call_id, "name": call.name, "status": call.status}
+    """A tool call as events name it: ids, name and status (and who decides a gated one), never arguments
+    or results."""
+    data = {"id": call.pk, "call_id": call.call_id, "name": call.name, "status": call.status}
+    if getattr(call, "requires_approval", False):
+        data["approver"] = call.approver  # so a chat page offers Confirm only on the user's own calls
+    return data
 
 
 def describe_message(message: Any) -> dict[str, Any]:

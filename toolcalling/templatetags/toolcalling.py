@@ -7,6 +7,7 @@ from typing import Any
 from django import template
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from ..exceptions import NotRegistered
 from ..toolkit import assistants
@@ -34,7 +35,28 @@ def toolcalling_chat(
         "assistant": assistant,
         "allowed": user is not None and user.is_authenticated and assistant.has_permission(user),
         "api_url": reverse("toolcalling:conversation-list"),
+        "tool_calls_url": reverse("toolcalling:toolcall-list"),
+        "texts": chat_texts(),
         "placeholder": placeholder or f"Message {assistant.name}",
         "examples": [e.strip() for e in examples.split("|") if e.strip()],
         "element_id": f"toolcalling-chat-{assistant.id}",
+        "texts_id": f"toolcalling-chat-{assistant.id}-texts",
+    }
+
+
+def chat_texts() -> dict[str, str]:
+    """The words chat.js shows, translated here (``%(name)s`` placeholders are filled in by the script)."""
+    return {
+        "waitingStaff": _("Waiting for staff approval."),
+        "waitingUser": _("Your confirmation is needed."),
+        "staffText": _("A staff member has to confirm this before it runs:"),
+        "userText": _("Confirm or decline before it runs:"),
+        "approvedByStaff": _("A staff member approved it; it is running now:"),
+        "approvedByUser": _("You confirmed it; it is running now:"),
+        "decided": _("%(name)s was %(status)s."),
+        "confirm": _("Confirm"),
+        "decline": _("Decline"),
+        "confirmed": _("Confirmed."),
+        "declined": _("Declined."),
+        "previewFailed": _("The preview failed: %(error)s"),
     }

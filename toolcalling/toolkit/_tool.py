@@ -21,6 +21,8 @@ from ._text import storable_json
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 ApprovalRule = bool | Callable[[ToolContext, dict[str, Any]], bool]
+ApprovalPreview = Callable[[ToolContext, dict[str, Any]], Any]
+APPROVERS = ("staff", "user")
 
 
 def arguments_object(raw: Any) -> dict[str, Any]:
@@ -55,7 +57,11 @@ class Tool:
     description: str
     """What the model reads to decide when to call it."""
     requires_approval: ApprovalRule = False
-    """True, or ``(ctx, args) -> bool``: the call waits for a staff decision before it runs."""
+    """True, or ``(ctx, args) -> bool``: the call waits for a decision before it runs."""
+    approval_preview: ApprovalPreview | None = None
+    """``(ctx, args) -> str | dict``: what approvers see of the current state when they look at a waiting call."""
+    approver: str = "staff"
+    """Who decides a gated call: ``"staff"`` (the approve permission) or ``"user"`` (the conversation's user)."""
     return_direct: bool = False
     """The result is the reply; the model is not asked again (when every call of an answer is direct)."""
     permissions: tuple[str, ...] = ()
@@ -114,6 +120,8 @@ def make_tool(
     name: str | None = None,
     description: str | None = None,
     requires_approval: ApprovalRule = False,
+    approval_preview: ApprovalPreview | None = None,
+    approver: str = "staff",
     return_direct: bool = False,
     permissions: Sequence[str] = (),
 ) -> Tool:
@@ -130,6 +138,12 @@ def make_tool(
         problems.append("permissions must be a list of permission strings, not one string")
     if not (isinstance(requires_approval, bool) or callable(requires_approval)):
         problems.append("requires_approval must be a bool or a callable (ctx, args) -> bool")
+    if approval_preview is not None and not callable(approval_preview):
+        problems.append("approval_preview must be a callable (ctx, args) -> str | dict")
+    if approver not in APPROVERS:
+        problems.append(f"approver must be one of {', '.join(map(repr, APPROVERS))}, not {approver!r}")
+    if requires_approval is False and (approval_preview is not None or approver != "staff"):
+        problems.append("approval_preview and approver apply only to a tool with requires_approval")
     try:
         model, context_param = build_arguments_model(func, tool_name if not problems else "tool", param_docs)
         parameters = json_schema(model)
@@ -144,6 +158,8 @@ def make_tool(
         name=tool_name,
         description=text,
         requires_approval=requires_approval,
+        approval_preview=approval_preview,
+        approver=approver,
         return_direct=return_direct,
         permissions=tuple(permissions),
         arguments_model=model,
@@ -161,6 +177,8 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     requires_approval: ApprovalRule = False,
+    approval_preview: ApprovalPreview | None = None,
+    approver: str = "staff",
     return_direct: bool = False,
     permissions: Sequence[str] = (),
 ) -> Callable[[Callable[..., Any]], Tool]: ...
@@ -172,6 +190,8 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     requires_approval: ApprovalRule = False,
+    approval_preview: ApprovalPreview | None = None,
+    approver: str = "staff",
     return_direct: bool = False,
     permissions: Sequence[str] = (),
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
@@ -183,6 +203,8 @@ def tool(
             name=name,
             description=description,
             requires_approval=requires_approval,
+            approval_preview=approval_preview,
+            approver=approver,
             return_direct=return_direct,
             permissions=permissions,
         )

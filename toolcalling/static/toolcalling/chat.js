@@ -5,6 +5,7 @@
 (function () {
   const STREAM = "text/event-stream";
   const readEvents = window.toolcallingReadEvents; // from sse.js, loaded first
+  const confirm = window.toolcallingConfirm; // from confirm.js: the user's own Confirm / Decline
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -27,12 +28,15 @@
       this.root = root;
       this.api = root.dataset.api;
       this.assistant = root.dataset.assistant;
+      this.texts = confirm.texts(root);
       const $ = (selector) => root.querySelector(selector);
       this.els = {
         list: $(".tc-list"),
         messages: $(".tc-messages"),
         activity: $(".tc-activity"),
         waiting: $(".tc-waiting"),
+        waitingTitle: $(".tc-waiting-title"),
+        withdraw: $(".tc-withdraw"),
         waitingText: $(".tc-waiting-text"),
         waitingCalls: $(".tc-waiting-calls"),
         form: $(".tc-composer"),
@@ -231,8 +235,11 @@
             this.updateCall(data);
           }
           if (!this.els.waiting.hidden) {
+            const texts = this.texts;
             this.els.waitingText.textContent =
-              data.status === "approved" ? "A staff member approved it; it is running now:" : `${data.name} was ${label(data.status)}.`;
+              data.status === "approved"
+                ? data.approver === "user" ? texts.approvedByUser : texts.approvedByStaff
+                : confirm.fill(texts.decided, { name: data.name, status: label(data.status) });
           }
           break;
         case "error":
@@ -331,8 +338,17 @@
 
     showWaiting(calls) {
       this.status = "awaiting_approval";
-      this.els.waitingText.textContent = "A staff member has to confirm this before it runs:";
-      this.els.waitingCalls.replaceChildren(...calls.map((call) => el("li", null, describeCall(call))));
+      const mine = calls.length > 0 && calls.every((call) => call.approver === "user");
+      this.els.waitingTitle.textContent = mine ? this.texts.waitingUser : this.texts.waitingStaff;
+      this.els.waitingText.textContent = mine ? this.texts.userText : this.texts.staffText;
+      this.els.withdraw.hidden = mine; // Decline answers the model; withdrawing is for calls staff decide
+      this.els.waitingCalls.replaceChildren(
+        ...calls.map((call) => {
+          const item = el("li", null, describeCall(call));
+          if (call.approver === "user") item.append(confirm.controls(this, call, describeCall(call)));
+          return item;
+        }),
+      );
       this.els.waiting.hidden = false;
       this.setSending(this.sending);
     }

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('toolcalling', '0004_history_indexes'),
+        ('toolcalling', '0005_toolcall_approver'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

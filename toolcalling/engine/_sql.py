@@ -1,0 +1,157 @@
+"""The statements on a turn's hot path, as plain SQL built once from the models' own fields.
+
+The ORM compiles every query anew (lookups, joins, expressions), and on a three-request turn that cost
+more time than the turn's HTTP requests. The few statements a turn repeats — the fenced update of its
+conversation, inserting messages and calls, answering a call, reading the history — are built here from
+``_meta``, cached by their shape, and every value goes through its field's own ``get_db_prep_save``, so
+they stay as portable as the ORM's. Everything else (the admin, the API, approvals) uses the ORM.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.db import connection
+from django.db.models import Model
+
+_cache = threading.local()
+
+
+def _sql(key: tuple[Any, ...], build: Any) -> str:
+    statements = getattr(_cache, "statements", None)
+    if statements is None or getattr(_cache, "vendor", None) != connection.vendor:
+        statements = _cache.statements = {}
+        _cache.vendor = connection.vendor
+    if key not in statements:
+        statements[key] = build()
+    return statements[key]
+
+
+def _q(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def _prep(model: type[Model], name: str, value: Any) -> Any:
+    field = model._meta.get_field(name)
+    if field.is_relation and isinstance(value, Model):
+        value = value.pk  # a related object is stored as its key, as the ORM does
+    return field.get_db_prep_save(value, connection)
+
+
+def update(
+    model: type[Model],
+    *,
+    where: dict[str, Any],
+    set: dict[str, Any] | None = None,
+    add: dict[str, int] | None = None,
+    where_in: tuple[str, Sequence[Any]] | None = None,
+) -> int:
+    """``UPDATE ... SET field = value, counter = counter + n WHERE field = value [AND field IN (...)]``; rows."""
+    set, add = set or {}, add or {}
+    in_name, in_values = where_in or ("", ())
+    key = ("update", model, tuple(set), tuple(add), tuple(where), in_name, len(in_values))
+
+    def build() -> str:
+        column = model._meta.get_field
+        assignments = [f"{_q(column(n).column)} = %s" for n in set]
+        assignments += [f"{_q(column(n).column)} = {_q(column(n).column)} + %s" for n in add]
+        conditions = [f"{_q(column(n).column)} IS NULL" if where[n] is None else f"{_q(column(n).column)} = %s"
+                      for n in where]  # fmt: skip
+        if in_name:
+            conditions.append(f"{_q(column(in_name).column)} IN ({', '.join(['%s'] * len(in_values))})")
+        return f"UPDATE {_q(model._meta.db_table)} SET {', '.join(assignments)} WHERE {' AND '.join(conditions)}"
+
+    params = [_prep(model, n, v) for n, v in set.items()] + list(add.values())
+    params += [_prep(model, n, v) for n, v in where.items() if v is not None]
+    params += [_prep(model, in_name, v) for v in in_values]
+    with connection.cursor() as cursor:
+        cursor.execute(_sql(key, build), params)
+        return cursor.rowcount
+
+
+def insert(objects: Sequence[Model]) -> None:
+    """Insert new model instances of one model (their defaults and ``auto_now_add`` applied as ``save``
+    does) and set their primary keys."""
+    if not objects:
+        return
+    model = type(objects[0])
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    pk = model._meta.pk
+    returning = connection.features.can_return_rows_from_bulk_insert
+    rows = len(objects) if returning else 1
+
+    def build() -> str:
+        columns = ", ".join(_q(f.column) for f in fields)
+        values = ", ".join(["(" + ", ".join(["%s"] * len(fields)) + ")"] * rows)
+        statement = f"INSERT INTO {_q(model._meta.db_table)} ({columns}) VALUES {values}"
+        return f"{statement} RETURNING {_q(pk.column)}" if returning else statement
+
+    statement = _sql(("insert", model, rows), build)
+    prepared = [[f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields] for obj in objects]
+    with connection.cursor() as cursor:
+        if returning:
+            cursor.execute(statement, [value for row in prepared for value in row])
+            keys = [row[0] for row in cursor.fetchall()]
+        else:
+            keys = []
+            for row in prepared:
+                cursor.execute(statement, row)
+                keys.append(connection.ops.last_insert_id(cursor, model._meta.db_table, pk.column))
+    for obj, key in zip(objects, keys, strict=True):
+        setattr(obj, pk.attname, key)
+        obj._state.adding = False
+        obj._state.db = connection.alias
+
+
+def select(
+    model: type[Model],
+    columns: Iterable[str],
+    *,
+    where: dict[str, Any],
+    below: tuple[str, Any] | None = None,
+    between: tuple[str, Any, Any] | None = None,
+    where_in: tuple[str, Sequence[Any]] | None = None,
+    order: Sequence[str] = (),
+    descending: bool = False,
+    limit: int | None = None,
+) -> list[tuple[Any, ...]]:
+    """``SELECT columns WHERE field = value [AND field < x] [AND field BETWEEN a AND b] [AND field IN (...)]
+    ORDER BY ... LIMIT n``.
+
+    Values come back as the database gives them; use it for integers and text only."""
+    columns = tuple(columns)
+    in_name, in_values = where_in or ("", ())
+    key = ("select", model, columns, tuple(where), below and below[0], between and between[0], in_name,
+           len(in_values), tuple(order), descending, limit is not None)  # fmt: skip
+
+    def build() -> str:
+        column = model._meta.get_field
+        conditions = [f"{_q(column(n).column)} = %s" for n in where]
+        if below:
+            conditions.append(f"{_q(column(below[0]).column)} < %s")
+        if between:
+            conditions.append(f"{_q(column(between[0]).column)} BETWEEN %s AND %s")
+        if in_name:
+            conditions.append(f"{_q(column(in_name).column)} IN ({', '.join(['%s'] * len(in_values))})")
+        direction = " DESC" if descending else ""
+        statement = (
+            f"SELECT {', '.join(_q(column(n).column) for n in columns)} FROM {_q(model._meta.db_table)}"
+            f" WHERE {' AND '.join(conditions)}"
+        )
+        if order:
+            statement += " ORDER BY " + ", ".join(f"{_q(column(n).column)}{direction}" for n in order)
+        return statement + (" LIMIT %s" if limit is not None else "")
+
+    params = [_prep(model, n, v) for n, v in where.items()]
+    if below:
+        params.append(_prep(model, below[0], below[1]))
+    if between:
+        params += [_prep(model, between[0], between[1]), _prep(model, between[0], between[2])]
+    params += [_prep(model, in_name, v) for v in in_values]
+    if limit is not None:
+        params.append(limit)
+    with connection.cursor() as cursor:
+        cursor.execute(_sql(key, build), params)
+        return cursor.fetchall()
