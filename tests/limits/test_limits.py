@@ -203,7 +203,7 @@ def test_running_a_turn_from_python_raises_with_when_to_retry(alice, model):
 
 
 def test_a_continuation_after_approval_over_a_limit_fails_with_a_valid_history(
-    api, model, new_conversation, alice, django_capture_on_commit_callbacks
+    api, model, new_conversation, approver, django_capture_on_commit_callbacks
 ):
     from toolcalling import approval
 
@@ -213,7 +213,7 @@ def test_a_continuation_after_approval_over_a_limit_fails_with_a_valid_history(
     assert waiting.status_code == 201 and waiting.json()["status"] == "awaiting_approval"
     call = ToolCall.objects.get(conversation_id=conversation)
     with django_capture_on_commit_callbacks(execute=True):
-        approval.reject(call, alice, "no")  # decided: the continuation (eager Celery) would ask the model again
+        approval.reject(call, approver, "no")  # decided: the continuation (eager Celery) would ask the model again
     conv = Conversation.objects.get(pk=conversation)
     assert conv.status == "failed" and "limit of 1,000 tokens per day" in conv.error
     assert history_problems(conversation) == []
