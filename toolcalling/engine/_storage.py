@@ -25,7 +25,7 @@ from django.db.models import Prefetch
 from django.utils import timezone
 
 from ..exceptions import TurnInterrupted
-from ..models import Conversation, Message, ToolCall
+from ..models import Conversation, Message, ToolCall, UsageCounter
 from ..toolkit import storable, storable_json, unique_call_ids
 from ..usage import Meter
 from . import _sql as sql
@@ -111,9 +111,9 @@ class Ledger:
                     raise TurnInterrupted(status=self._status_now())
                 self.stopping = True
             yield
-            if self.meter is not None:
+            if self.meter is not None and self.meter.pending:
                 # Last, so the counter rows every turn adds to stay locked only until the commit right after.
-                self.meter.flush()
+                self.count_usage()
         conv = self.conversation
         if usage is not None:
             conv.prompt_tokens += usage.prompt_tokens
@@ -121,6 +121,15 @@ class Ledger:
             conv.total_tokens += usage.total_tokens
         if ending is not None:
             conv.status, conv.error, conv.turn_token, self.ended = ending, error, None, ending
+
+    def count_usage(self) -> None:
+        """Add what the turn used since its last write to the usage counters it counts in, by their ids (in the
+        caller's transaction: every write does it last, and the claim that stores the user's message)."""
+        assert self.meter is not None
+        counts, now = self.meter.pending, timezone.now()
+        added = {"tokens": counts.tokens, "turns": counts.turns, "tool_calls": counts.tool_calls}
+        sql.update(UsageCounter, set={"updated_at": now}, add=added, where={}, where_in=("id", self.meter.row_ids(now)))
+        self.meter.stored(counts)
 
     def check_stop(self) -> bool:
         """Whether the owner asked this turn to stop, read now (one query); ``TurnInterrupted`` if the claim is gone."""

@@ -154,7 +154,8 @@ class Turn:
             if content is not None:  # the claim just made is the fence of this write
                 opening = storage.add_message(self.conversation, Message.Role.USER, content)
                 self.ledger.set_title_if_empty(" ".join(content.split())[:80])
-                self.meter.record(turns=1)  # the message and its count are stored together
+                self.meter.add(turns=1)
+                self.ledger.count_usage()  # the message and its count are stored together
         if content is not None:
             self.record(opening)
         return token

@@ -3,7 +3,7 @@ the check before each model call, and the usage shown to users and staff. It kno
 turns or HTTP."""
 
 from ._limits import PERIODS, QUANTITIES, SCOPES, UsageLimit, parse_limits, site_limits, window
-from ._meter import ALWAYS_COUNTED, Meter, exceeded, read_counters, scope_key
+from ._meter import ALWAYS_COUNTED, Meter, Usage, exceeded, read_counters, scope_key
 from ._report import SHOWN_PERIODS, current, report
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "SCOPES",
     "SHOWN_PERIODS",
     "Meter",
+    "Usage",
     "UsageLimit",
     "current",
     "exceeded",
