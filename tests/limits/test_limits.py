@@ -4,12 +4,13 @@ is stored; a turn that reaches one before its next model call ends cleanly; what
 import json
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from toolcalling import Assistant
 from toolcalling.exceptions import UsageLimitExceeded
 from toolcalling.models import Conversation, Message, ToolCall, UsageCounter
+from toolcalling.testing import Reply, Usage
 from toolcalling.testutils import override_toolcalling
 from toolcalling.usage import window
 
@@ -256,3 +257,18 @@ def test_checking_limits_does_not_read_the_history(api, model, alice):
     # Three checks (the new message, two model calls); the rows made sure of and found once; the turn and its
     # two answers counted.
     assert len(counters) == 3 + 2 + 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_model_call_counts_even_when_its_answer_is_not_stored(api, model, new_conversation, alice):
+    conversation = new_conversation()
+
+    def delete_then_answer(body):
+        Conversation.objects.filter(pk=conversation).delete()  # the user deletes it while the model writes
+        connections.close_all()  # this server thread's connection
+        return Reply(content="Too late.", usage=Usage(30, 12))
+
+    model.respond(delete_then_answer)
+    response = post(api, conversation, "hello")
+    assert response.status_code == 409 and response.json()["code"] == "turn_interrupted"
+    assert used("user", alice.pk) == {"tokens": 42, "turns": 1, "tool_calls": 0}
