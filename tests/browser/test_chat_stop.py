@@ -29,7 +29,7 @@ def test_stop_ends_a_running_turn_from_any_tab(live_server, browser, model, alic
     box.press("Enter")
     wait_until(Path(f"{marker}.started").exists, what="the tool to start")
     stop_first = first.get_by_role("button", name="Stop")
-    expect(stop_first).to_be_enabled()
+    expect(stop_first).to_be_enabled(timeout=15_000)
     box.press("Enter")  # Enter while a turn runs neither sends nor stops
     assert Conversation.objects.get().stop_requested_at is None
 
@@ -39,15 +39,15 @@ def test_stop_ends_a_running_turn_from_any_tab(live_server, browser, model, alic
     stop_second = second.get_by_role("button", name="Stop")
     expect(stop_second).to_be_enabled(timeout=15_000)
     stop_second.click()
-    expect(stop_second).to_be_disabled()  # pressed once: it waits for the turn to end
+    expect(stop_second).to_be_disabled(timeout=15_000)  # pressed once: it waits for the turn to end
     wait_until(lambda: Conversation.objects.get().stop_requested_at is not None, what="the stop request")
     Path(f"{marker}.release").touch()
 
     for page in (first, second):
         expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=15_000)
-        expect(page.locator(".tc-call", has_text="add")).to_contain_text("cancelled")
-        expect(page.locator(".tc-call", has_text="wait_for_release")).to_contain_text("succeeded")
-    expect(first.locator(".tc-activity")).to_have_text("Stopped.")
+        expect(page.locator(".tc-call", has_text="add")).to_contain_text("cancelled", timeout=15_000)
+        expect(page.locator(".tc-call", has_text="wait_for_release")).to_contain_text("succeeded", timeout=15_000)
+    expect(first.locator(".tc-activity")).to_have_text("Stopped.", timeout=15_000)
     assert Conversation.objects.get().status == "idle"
     assert list(ToolCall.objects.order_by("index").values_list("status", flat=True)) == ["succeeded", "cancelled"]
     model.assert_done()
