@@ -246,7 +246,7 @@
           this.notice(data.detail, true);
           break;
         case "turn_end":
-          this.activity(data.stopped ? "Stopped." : "");
+          this.activity(data.stopped ? this.els.send.dataset.stopped || "Stopped." : "");
           this.stopRequested = false;
           this.draft = null;
           this.reload().catch((error) => this.notice(error.message, true));
@@ -371,7 +371,7 @@
     async stop() {
       this.stopRequested = true;
       this.setSending(this.sending);
-      this.activity("Stopping…");
+      this.activity(this.els.send.dataset.stopping || "Stopping…");
       try {
         await this.json("POST", this.url(this.current, "stop/"));
       } catch (error) {
