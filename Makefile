@@ -36,6 +36,8 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
-# The suite starts and stops the services it needs itself (redis-server, a Celery worker, Chromium).
+# The whole suite twice: on SQLite, then on PostgreSQL. It starts and stops the services it needs itself
+# (redis-server, Celery workers, Chromium, and for the second run a private PostgreSQL cluster).
 test: setup system-packages lint
 	$(PY) -m pytest
+	TOOLCALLING_TEST_DATABASE=postgresql $(PY) -m pytest

@@ -9,3 +9,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 app = Celery("tests")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# The demo shop is installed too, and importing demo_site creates its Celery app. Only the thread that
+# creates an app makes it current; other threads (the live server's, a test's) bind shared tasks to
+# the default app, which must be this one, not the demo's (eager, with its own broker connections).
+app.set_default()

@@ -1,11 +1,15 @@
 """Shared fixtures: users, an API client, and a strict scripted model served over HTTP."""
 
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
+from tests import services
 from tests.celery_app import app as celery_app  # noqa: F401  (binds the app's shared tasks to the test site)
 from toolcalling.testing import ScriptedModel
 from toolcalling.testutils import override_model
@@ -13,6 +17,58 @@ from toolcalling.testutils import override_model
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "toolcalling(**settings): TOOLCALLING keys for the model fixture")
+
+
+def pytest_report_header(config):
+    where = settings.DATABASES["default"]
+    if settings.DATABASE == "postgresql":
+        return f"database: postgresql, a private cluster in {where['HOST']} (TOOLCALLING_TEST_DATABASE)"
+    return f"database: sqlite, {where['TEST']['NAME']} (TOOLCALLING_TEST_DATABASE=postgresql for PostgreSQL)"
+
+
+@pytest.fixture(scope="session")
+def django_db_keepdb(request) -> bool:
+    """On PostgreSQL the test database is not dropped at the end: the whole cluster is thrown away, and
+    dropping the database first races the live server's stream threads whose readers left but which hold
+    a connection until their next keepalive ("database is being accessed by other users")."""
+    return settings.DATABASE == "postgresql" or bool(request.config.getvalue("reuse_db"))
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -> Iterator[None]:
+    """Before pytest-django makes the test database: start this run's PostgreSQL cluster when the run uses it.
+
+    It stops after the test database (and the Celery workers, which depend on it) are done with.
+    """
+    if settings.DATABASE != "postgresql":
+        yield
+        return
+    with services.postgres_server(Path(settings.DATABASES["default"]["HOST"])):
+        yield
+
+
+def live_server_requests(server) -> list[threading.Thread]:
+    """The live server's request threads still running (ThreadingMixIn starts one per connection)."""
+    httpd = server.thread.httpd
+    return [t for t in threading.enumerate() if getattr(getattr(t, "_target", None), "__self__", None) is httpd]
+
+
+@pytest.fixture(autouse=True)
+def requests_end_with_their_test(request) -> Iterator[None]:
+    """After a live-server test, until the server's requests have ended, before the database is cleaned.
+
+    A stream whose reader left ends when its next keepalive cannot be written; tests that leave one open
+    use a short EVENTS_KEEPALIVE. Without this its thread would run on into later tests, and fail there.
+    """
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    server = request.getfixturevalue("live_server")
+    request.getfixturevalue("transactional_db")  # set up first, so cleaned after this waited
+    yield
+    # 20 s: less than two default keepalives (15 s), so a test that forgot a short one fails here, every time.
+    what = "the live server's requests to end (does a stream whose reader left have a short EVENTS_KEEPALIVE?)"
+    services.wait_until(lambda: not live_server_requests(server), timeout=20, what=what)
 
 
 @pytest.fixture

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import pwd
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,6 +18,35 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_directory() -> Path:
+    """This run's directory for what the tests write (the SQLite files, PostgreSQL's cluster), outside the checkout.
+
+    The first process that asks makes a temporary directory and removes it when it exits; the processes it
+    starts (Celery workers, helper scripts) inherit ``TOOLCALLING_TEST_VAR`` and use the same one.
+    """
+    inherited = os.environ.get("TOOLCALLING_TEST_VAR")
+    if inherited:
+        return Path(inherited)
+    path = tempfile.mkdtemp(prefix="toolcalling-tests-")
+    os.environ["TOOLCALLING_TEST_VAR"] = path
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return Path(path)
+
+
+def on_ci() -> bool:
+    """Whether this run is CI's (``CI=true``, as CI services set it), where a missing service is an error."""
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def unavailable(message: str) -> None:
+    """A service a test needs cannot be had: a failure on CI, where a skip would hide it; a skip elsewhere."""
+    import pytest
+
+    if on_ci():
+        pytest.fail(f"{message} (CI=true: a missing service fails the run)", pytrace=False)
+    pytest.skip(message)
 
 
 def free_port() -> int:
@@ -39,12 +71,11 @@ def wait_until(check: Callable[[], Any], *, timeout: float = 30.0, what: str = "
 @contextmanager
 def redis_server(workdir: Path, port: int) -> Iterator[str]:
     """A private redis-server without persistence; yields ``redis://127.0.0.1:<port>``."""
-    import pytest
     import redis
 
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
     if not os.path.exists(binary):
-        pytest.skip("redis-server is not installed (apt-get install -y redis-server)")
+        unavailable("redis-server is not installed (apt-get install -y redis-server)")
     log = workdir / "redis.log"
     process = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir)]
@@ -69,6 +100,116 @@ def redis_server(workdir: Path, port: int) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+POSTGRES_USER = "toolcalling"  # the cluster's superuser, whoever runs it
+
+
+def postgres_bindir() -> Path | None:
+    """Where ``initdb`` and ``postgres`` are: on PATH, or Debian's /usr/lib/postgresql/<version>/bin (newest)."""
+    initdb = shutil.which("initdb")
+    if initdb and shutil.which("postgres"):
+        return Path(initdb).parent
+    versions = [p.parent for p in Path("/usr/lib/postgresql").glob("*/bin/postgres") if p.parent.parent.name.isdigit()]
+    return max(versions, key=lambda bindir: int(bindir.parent.name), default=None)
+
+
+@contextmanager
+def postgres_server(directory: Path) -> Iterator[Path]:
+    """A private PostgreSQL cluster in ``directory`` (made here), reached only through its socket there.
+
+    No TCP port, so parallel runs never meet; no durability (fsync off), since the cluster is thrown
+    away. initdb and postgres refuse to run as root: as root they run as the ``postgres`` system user,
+    which then owns ``directory``. Yields the socket directory, the ``HOST`` of Django's settings.
+    """
+    bindir = postgres_bindir()
+    if bindir is None:
+        unavailable("PostgreSQL is not installed (apt-get install -y postgresql)")
+    run_as: dict[str, Any] = {}
+    directory.mkdir()
+    if os.geteuid() == 0:
+        try:
+            account = pwd.getpwnam("postgres")
+        except KeyError:
+            unavailable("there is no postgres user to run PostgreSQL as (apt-get install -y postgresql)")
+        run_as = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+        os.chown(directory, account.pw_uid, account.pw_gid)
+        # The postgres user must reach its directory through this run's (root-only) one: traversal, no listing.
+        os.chmod(directory.parent, os.stat(directory.parent).st_mode | 0o111)
+    data, log = directory / "data", directory / "postgres.log"
+    initdb = subprocess.run(
+        [str(bindir / "initdb"), "-D", str(data), "-U", POSTGRES_USER, "--auth=trust", "--encoding=UTF8"]
+        + ["--no-locale", "--no-sync"],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        **run_as,
+    )
+    if initdb.returncode != 0:
+        raise RuntimeError(f"initdb failed:\n{initdb.stdout}{initdb.stderr}")
+    settings = ["listen_addresses=", "fsync=off", "synchronous_commit=off", "full_page_writes=off"]
+    settings += ["max_connections=200"]  # live servers, turn threads and Celery workers each hold one
+    process = subprocess.Popen(
+        [str(bindir / "postgres"), "-D", str(data), "-k", str(directory), *(f"-c{s}" for s in settings)],
+        cwd=directory,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        **run_as,
+    )
+
+    def ready() -> bool:
+        import psycopg
+
+        if process.poll() is not None:
+            raise RuntimeError(f"postgres exited: {log.read_text()}")
+        try:
+            psycopg.connect(host=str(directory), user=POSTGRES_USER, dbname="postgres", connect_timeout=5).close()
+            return True
+        except psycopg.OperationalError:
+            return False
+
+    try:
+        wait_until(ready, timeout=60, what="postgres")
+        yield directory
+    finally:
+        process.send_signal(signal.SIGINT)  # fast shutdown: clients are disconnected, nothing is kept
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def drop_celery_connections() -> None:
+    """Close this process's broker connections; Celery apps open new ones for their current ``broker_url``.
+
+    An app keeps the connection and producer pools of the broker it published to first (kombu keeps them
+    per broker, process-wide): a test that changes ``broker_url`` without this still publishes to the old
+    broker, and leaves its own to the tests after it. This is what Celery does after a fork.
+    """
+    import kombu.pools
+    from celery._state import _get_active_apps
+
+    kombu.pools.reset()  # closes every pooled connection and forgets the pools
+    for app in list(_get_active_apps()):
+        app._pool = None
+        amqp = app.__dict__.get("amqp")  # a cached property: absent until first used
+        if amqp is not None:
+            amqp._producer_pool = None
+
+
+@contextmanager
+def celery_conf(app: Any, **conf: Any) -> Iterator[None]:
+    """Run the block with these Celery settings (a broker URL, eager mode ...) and fresh connections,
+    then put the settings back and drop the block's connections, whatever happened in it."""
+    saved = {key: app.conf[key] for key in conf}
+    app.conf.update(conf)
+    drop_celery_connections()
+    try:
+        yield
+    finally:
+        app.conf.update(saved)
+        drop_celery_connections()
 
 
 class Switchboard:

@@ -1,13 +1,13 @@
 """Settings of the test site: the app plus a tiny test app with its own tools and assistants."""
 
 import os
-from pathlib import Path
 
-from tests.services import free_port
+from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("TOOLCALLING_TEST_VAR", BASE_DIR / "var" / "test"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+from tests.services import POSTGRES_USER, free_port, run_directory
+
+# A temporary directory of this run, outside the checkout; worker processes inherit it (TOOLCALLING_TEST_VAR).
+VAR_DIR = run_directory()
 
 SECRET_KEY = "tests-only"
 DEBUG = False
@@ -53,20 +53,36 @@ TEMPLATES = [
         },
     }
 ]
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": VAR_DIR / "db.sqlite3",
-        # A file, not memory: a Celery worker process shares the test database.
-        "TEST": {"NAME": VAR_DIR / "test_db.sqlite3"},
-        "OPTIONS": {
-            "timeout": 30,
-            "transaction_mode": "IMMEDIATE",
-            # WAL with synchronous=NORMAL: readers never wait for the writer, and a commit does not wait for the disk.
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        },
+# TOOLCALLING_TEST_DATABASE picks the database the whole suite runs on: "sqlite" (default) or "postgresql",
+# a private cluster the tests start in VAR_DIR (tests/conftest.py), reached through its socket there.
+DATABASE = os.environ.get("TOOLCALLING_TEST_DATABASE", "sqlite")
+if DATABASE == "sqlite":
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "db.sqlite3",
+            # A file, not memory: a Celery worker process shares the test database.
+            "TEST": {"NAME": VAR_DIR / "test_db.sqlite3"},
+            "OPTIONS": {
+                "timeout": 30,
+                "transaction_mode": "IMMEDIATE",
+                # WAL with synchronous=NORMAL: readers never wait for the writer, and a commit does not wait for
+                # the disk.
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
     }
-}
+elif DATABASE == "postgresql":
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": "toolcalling",
+            "USER": POSTGRES_USER,
+            "HOST": str(VAR_DIR / "postgres"),
+        }
+    }
+else:
+    raise ImproperlyConfigured(f"TOOLCALLING_TEST_DATABASE is {DATABASE!r}: use 'sqlite' or 'postgresql'")
 STATIC_URL = "/static/"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 REST_FRAMEWORK = {
@@ -95,7 +111,7 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", f"redis://127.0.0.1:{RED
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", f"redis://127.0.0.1:{REDIS_PORT}/1")
 
 # The approval tests start a real Celery worker with these variables set: it uses the Redis broker
-# (not eager mode), opens pytest-django's test database file, and talks to the tests' model server.
+# (not eager mode), opens pytest-django's test database, and talks to the tests' model server.
 if os.environ.get("TOOLCALLING_TEST_WORKER"):
     CELERY_TASK_ALWAYS_EAGER = False
     DATABASES["default"]["NAME"] = os.environ["TOOLCALLING_TEST_DB_NAME"]

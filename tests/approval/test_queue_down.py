@@ -10,28 +10,16 @@ from django.utils import timezone
 
 from tests.approval.test_decisions import counter, post
 from tests.celery_app import app as celery_app
-from tests.services import free_port
+from tests.services import celery_conf, free_port
 from toolcalling import approval
 from toolcalling.models import Conversation, ToolCall
-
-
-def forget_connections() -> None:
-    # The app keeps producer pools for the broker it used first; drop them so broker_url is read again.
-    celery_app._pool = None
-    celery_app.amqp._producer_pool = None
 
 
 @contextmanager
 def broker_down() -> Iterator[None]:
     """Tasks go to a broker nobody listens on (a free port), as when Redis is down."""
-    saved = {key: celery_app.conf[key] for key in ("task_always_eager", "broker_url")}
-    celery_app.conf.update(task_always_eager=False, broker_url=f"redis://127.0.0.1:{free_port()}/0")
-    forget_connections()
-    try:
+    with celery_conf(celery_app, task_always_eager=False, broker_url=f"redis://127.0.0.1:{free_port()}/0"):
         yield
-    finally:
-        celery_app.conf.update(saved)
-        forget_connections()
 
 
 @pytest.fixture

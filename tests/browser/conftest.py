@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.services import unavailable
+
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -26,7 +28,7 @@ CHROMIUM_ARGS = [
 @pytest.fixture(scope="session")
 def browser() -> Iterator:
     if not CHROMIUM.exists():
-        pytest.skip("Chromium is not installed at /usr/bin/chromium (apt-get install -y chromium)")
+        unavailable("Chromium is not installed at /usr/bin/chromium (apt-get install -y chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

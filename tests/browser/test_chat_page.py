@@ -7,11 +7,17 @@ from playwright.sync_api import Page, expect
 from demo_site.shop.models import Order
 from toolcalling.models import ToolCall
 
+# Whether a streaming bubble was ever added, judged from the mutation records: on a busy machine the
+# whole answer may arrive in one read, and the bubble then comes and goes before the observer runs.
 STREAM_WATCH = """() => {
   window.sawStreaming = false;
-  new MutationObserver(() => {
-    if (document.querySelector(".tc-streaming")) window.sawStreaming = true;
-  }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  new MutationObserver((records) => {
+    for (const record of records) {
+      for (const node of record.addedNodes) {
+        if (node.nodeType === Node.ELEMENT_NODE && node.matches(".tc-streaming")) window.sawStreaming = true;
+      }
+    }
+  }).observe(document.body, { subtree: true, childList: true });
 }"""
 
 
@@ -28,6 +34,13 @@ def sign_in(page: Page, url: str, username: str, password: str, button: str = "S
     page.get_by_role("button", name=button).click()
 
 
+def wait_for_chat(page: Page) -> None:
+    """Until chat.js (a deferred script) has wired the chat: a key pressed before that does nothing."""
+    page.locator(".tc-chat").wait_for()  # the chat page, after the login's redirect
+    page.wait_for_function("() => document.querySelector('.tc-chat')?.toolcallingChat !== undefined")
+
+
+@pytest.mark.toolcalling(EVENTS_KEEPALIVE=0.2)  # the page's streams end soon after it closes
 def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(live_server, browser, model, shop):
     model.call("get_order_status", {"order_no": "20250719-0032"})
     model.reply("Order 20250719-0032 has shipped; it should arrive on 23 July 2025.")
@@ -38,6 +51,7 @@ def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(l
     page = customer.new_page()
     sign_in(page, live_server.url + "/chat/shop/", "alice", "alice-demo-pass")
     expect(page.get_by_role("heading", name="Shop helper")).to_be_visible()
+    wait_for_chat(page)
     page.evaluate(STREAM_WATCH)
 
     # Ask about an order: the answer streams in and the tool used is shown with its outcome.
@@ -82,11 +96,13 @@ def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(l
     staff.close()
 
 
+@pytest.mark.toolcalling(EVENTS_KEEPALIVE=0.2)  # the page's streams end soon after it closes
 def test_the_chat_escapes_text_and_fits_a_phone(live_server, browser, model, shop):
     model.reply('<img src=x onerror="window.injected=1"> <b>not bold</b>')
     context = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True)
     page = context.new_page()
     sign_in(page, live_server.url + "/chat/shop/", "alice", "alice-demo-pass")
+    wait_for_chat(page)
 
     # Keyboard only: an example question, then Enter.
     page.get_by_role("button", name="Where is my order 20250719-0032?").focus()

@@ -34,6 +34,7 @@ def chat_ready(page: Page) -> None:
     )
 
 
+@pytest.mark.toolcalling(EVENTS_KEEPALIVE=0.2)  # the page's streams end soon after it closes
 def test_staff_follow_the_emailed_link_read_the_preview_approve_and_the_customer_sees_it(
     live_server, browser, model, shop, mailoutbox
 ):
@@ -83,6 +84,7 @@ def test_staff_follow_the_emailed_link_read_the_preview_approve_and_the_customer
     staff.close()
 
 
+@pytest.mark.toolcalling(EVENTS_KEEPALIVE=0.2)  # the page's streams end soon after it closes
 def test_a_customer_confirms_their_own_call_on_the_chat_page(live_server, browser, model, transactional_db, alice):
     Counter.objects.create(name="savings", value=4)
     model.call("move_points", {"name": "savings", "points": 3})
@@ -116,6 +118,7 @@ def test_a_customer_confirms_their_own_call_on_the_chat_page(live_server, browse
     context.close()
 
 
+@pytest.mark.toolcalling(EVENTS_KEEPALIVE=0.2)  # the page's streams end soon after it closes
 def test_a_customer_declines_their_own_call_on_the_chat_page(live_server, browser, model, transactional_db, alice):
     model.call("move_points", {"name": "savings", "points": 3})
     model.reply("All right, I moved nothing.")

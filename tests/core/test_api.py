@@ -122,3 +122,16 @@ def test_a_turns_queries_do_not_grow_with_the_conversation(api, model, alice):
     assert Message.objects.filter(conversation=long).count() == 500
     assert count_turn_queries(api, short.pk, model) == count_turn_queries(api, long.pk, model)
     assert len(model.requests[-1]["messages"]) == 1 + 500 + 1 + 2  # system, history, question, call + result
+
+
+def test_a_calls_arguments_come_in_the_tools_parameter_order_on_every_database(api, conversation, model):
+    # PostgreSQL's jsonb keeps no key order; the history answers in the tool's parameter order.
+    model.call(
+        "ship", '{"address": {"street": "1 Main St", "city": "Springfield"}, "speed": "express", "order_no": "7"}'
+    )
+    model.reply("Shipped.")
+    url = URL + f"conversations/{conversation['id']}/messages/"
+    assert api.post(url, {"content": "ship 7"}, format="json").status_code == 201
+    (call,) = api.get(url).json()[1]["tool_calls"]
+    assert list(call["arguments"]) == ["order_no", "speed", "address"]
+    assert call["arguments"]["address"] == {"street": "1 Main St", "city": "Springfield"}

@@ -206,15 +206,20 @@ def test_model_endpoint_failure_keeps_the_message_and_the_next_one_works(api, co
 
 
 def test_model_timeout_is_a_clear_error(api, conversation, model):
-    import time
+    import threading
+
+    gave_up = threading.Event()
 
     def slow(body):
-        time.sleep(1.5)
+        gave_up.wait(30)  # answers only once the client has given up, however slow this machine is
         return "late"
 
     model.respond(slow)
-    with override_toolcalling(TIMEOUT=0.3):
-        response = post(api, conversation)
+    try:
+        with override_toolcalling(TIMEOUT=0.3):
+            response = post(api, conversation)
+    finally:
+        gave_up.set()
     assert response.status_code == 502
     assert "did not answer in time" in response.json()["detail"]
 

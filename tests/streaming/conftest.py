@@ -73,26 +73,16 @@ def worker_process(redis_url, board, django_db_setup, django_db_blocker, tmp_pat
         services.stop_worker(process, log)
 
 
-def reset_producers() -> None:
-    # The app keeps pools for the broker it used first; forget them so the new broker_url is used.
-    celery_app._pool = None
-    celery_app.amqp._producer_pool = None
-
-
 @pytest.fixture
 def on_worker(worker_process, board, redis_events, transactional_db) -> Iterator[ScriptedModel]:
     """Tasks go to the worker; this process and the worker ask the same scripted model."""
     switchboard, base_url = board
     switchboard.current = scripted = ScriptedModel()
-    saved = {key: celery_app.conf[key] for key in ("task_always_eager", "broker_url")}
-    celery_app.conf.update(task_always_eager=False, broker_url=BROKER_URL)
-    reset_producers()
     merged = {**settings.TOOLCALLING, "BASE_URL": base_url, "API_KEY": "test-key", "MAX_RETRIES": 0}
     merged["EVENTS_KEEPALIVE"] = 0.5  # streams whose reader left notice it soon, before Redis stops
     try:
-        with override_settings(TOOLCALLING=merged):
-            yield scripted
+        with services.celery_conf(celery_app, task_always_eager=False, broker_url=BROKER_URL):
+            with override_settings(TOOLCALLING=merged):
+                yield scripted
     finally:
-        celery_app.conf.update(saved)
-        reset_producers()
         switchboard.current = ScriptedModel()

@@ -36,8 +36,12 @@ class Stream:
         return [e.type for e in self.events]
 
 
-def parse(lines: Iterator[str], stream: Stream, stop: Any = None) -> Stream:
-    """Parse SSE lines into ``stream`` (in place, so a caller keeps what arrived before an error)."""
+def parse(lines: Iterator[str], stream: Stream, stop: Any = None, *, keepalives: int | None = None) -> Stream:
+    """Parse SSE lines into ``stream`` (in place, so a caller keeps what arrived before an error).
+
+    Reads to the end of the response, or until an event for which ``stop`` is true, or until the
+    ``keepalives``-th keepalive comment.
+    """
     fields: dict[str, str] = {}
     for line in lines:
         if line == "":
@@ -51,15 +55,17 @@ def parse(lines: Iterator[str], stream: Stream, stop: Any = None) -> Stream:
             fields = {}
         elif line.startswith(":"):
             stream.comments.append(line[1:].strip())
+            if keepalives is not None and stream.comments.count("keepalive") == keepalives:
+                return stream
         else:
             name, _, value = line.partition(":")
             fields[name] = value.removeprefix(" ")
     return stream
 
 
-def read(response: httpx2.Response, stop: Any = None) -> Stream:
+def read(response: httpx2.Response, stop: Any = None, *, keepalives: int | None = None) -> Stream:
     assert response.headers["content-type"].startswith("text/event-stream"), response.read()
-    return parse(response.iter_lines(), Stream(), stop)
+    return parse(response.iter_lines(), Stream(), stop, keepalives=keepalives)
 
 
 def post_streamed(base: str, conversation_id: str, content: str, **body: Any) -> Stream:
@@ -70,13 +76,26 @@ def post_streamed(base: str, conversation_id: str, content: str, **body: Any) ->
             return read(response)
 
 
-def get_events(base: str, conversation_id: str, *, after: int | None = None, headers: dict | None = None) -> Stream:
+def get_events(
+    base: str,
+    conversation_id: str,
+    *,
+    after: int | None = None,
+    headers: dict | None = None,
+    stop: Any = None,
+    keepalives: int | None = None,
+) -> Stream:
+    """The events endpoint's stream, read to its end (or as ``parse`` stops)."""
     url = f"{base}/api/toolcalling/conversations/{conversation_id}/events/"
     params = {} if after is None else {"after": after}
     with httpx2.Client(auth=AUTH, timeout=30) as client:
         with client.stream("GET", url, params=params, headers={**SSE, **(headers or {})}) as response:
             assert response.status_code == 200, response.read()
-            return read(response)
+            return read(response, stop, keepalives=keepalives)
+
+
+def is_turn_end(event: SSEEvent) -> bool:
+    return event.type == "turn_end"
 
 
 def follow_until(base: str, conversation_id: Any, after: int, *types: str) -> Stream:

@@ -2,13 +2,13 @@
 
 import socket
 import threading
-import time
 from collections.abc import Iterator
 
 import httpx2
 import pytest
 import uvicorn
 
+from tests.services import wait_until
 from toolcalling.models import Message
 
 from .helpers import AUTH, SSE, get_events, post_streamed, read
@@ -28,10 +28,12 @@ def asgi_url(transactional_db) -> Iterator[str]:
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
+
+    def started() -> bool:
+        assert thread.is_alive(), "uvicorn stopped before it started"
+        return server.started
+
+    wait_until(started, timeout=10, what="uvicorn")
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(10)
@@ -51,13 +53,19 @@ def test_streamed_turn_under_asgi_is_what_is_stored(asgi_url, model, conv):
     model.assert_done()
 
 
-@pytest.mark.toolcalling(EVENTS_IDLE_TIMEOUT=0.5, EVENTS_KEEPALIVE=0.1)
-def test_events_endpoint_under_asgi_resumes_and_closes_when_idle(asgi_url, model, conv):
+@pytest.mark.toolcalling(EVENTS_KEEPALIVE=0.1)
+def test_events_endpoint_under_asgi_resumes_then_keeps_the_stream_alive(asgi_url, model, conv):
     model.reply("Hello there, alice.")
     streamed = post_streamed(asgi_url, conv.pk, "hi")
-    replay = get_events(asgi_url, conv.pk, headers={"Last-Event-ID": "1"})
+    replay = get_events(asgi_url, conv.pk, headers={"Last-Event-ID": "1"}, keepalives=1)
     assert [e.data for e in replay.events] == [e.data for e in streamed.events[1:]]
-    assert "keepalive" in replay.comments
+    assert replay.comments == ["keepalive"]
+
+
+@pytest.mark.toolcalling(EVENTS_IDLE_TIMEOUT=0.3, EVENTS_KEEPALIVE=60)
+def test_events_endpoint_under_asgi_closes_when_idle(asgi_url, model, conv):
+    stream = get_events(asgi_url, conv.pk)  # to the end of the response: the server closes it
+    assert (stream.bare_ids, stream.events, stream.comments) == (["0"], [], [])
 
 
 def test_busy_is_json_under_asgi(asgi_url, model, conv):

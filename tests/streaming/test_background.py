@@ -2,8 +2,10 @@
 
 import pytest
 
+from tests import services
 from tests.celery_app import app as celery_app
 from toolcalling.models import Conversation, Message
+from toolcalling.streaming import EventStore
 
 from .helpers import get_events
 
@@ -34,16 +36,11 @@ def test_background_turn_is_refused_while_busy(model, conv, api):
 
 
 def test_an_unreachable_broker_releases_the_conversation(model, conv, api):
-    keys = ("task_always_eager", "broker_url", "broker_transport_options")
-    saved = {key: celery_app.conf[key] for key in keys}
-    # Nothing listens on port 9: publishing the task fails at once.
-    celery_app.conf.update(
-        task_always_eager=False, broker_url="redis://127.0.0.1:9/0", broker_transport_options={"max_retries": 0}
-    )
-    try:
+    # Nothing listens on port 9: publishing the task fails at once. Fresh connections on the way in and
+    # out, so the task is not sent to a broker an earlier test used, and later tests do not get port 9.
+    unreachable = {"broker_url": "redis://127.0.0.1:9/0", "broker_transport_options": {"max_retries": 0}}
+    with services.celery_conf(celery_app, task_always_eager=False, **unreachable):
         response = api.post(URL.format(conv.pk), {"content": "hi", "background": True}, format="json")
-    finally:
-        celery_app.conf.update(saved)
     assert response.status_code == 503 and response.json()["code"] == "queue_unavailable"
     conv.refresh_from_db()
     assert conv.status == "idle"
@@ -53,15 +50,48 @@ def test_an_unreachable_broker_releases_the_conversation(model, conv, api):
     assert api.post(URL.format(conv.pk), {"content": "hi"}, format="json").status_code == 201
 
 
+def lost_events(caplog, conversation) -> list[tuple[str, str]]:
+    """(how, type) of each event the log says was lost: ``tried`` when publishing failed, ``skipped`` when
+    it was not tried because the stream had just failed."""
+    lost = []
+    for record in caplog.records:
+        message = record.getMessage()
+        if message.startswith("could not publish the "):
+            lost.append(("tried", message.removeprefix("could not publish the ").split(" ")[0]))
+        elif message.endswith(" not published: the event stream is unreachable"):
+            lost.append(("skipped", message.split(" ")[0]))
+        else:
+            continue
+        assert str(conversation.pk) in message
+    return lost
+
+
+# The events of the add-then-answer turn below: the user's message, the answer with the call, the call
+# started, the tool message, the call finished, the final answer, the end.
+TURN_EVENTS = ["message", "message", "tool_call_started", "message", "tool_call_finished", "message", "turn_end"]
+
+
 @pytest.mark.toolcalling(EVENTS_REDIS_URL="redis://127.0.0.1:9/0")
-def test_an_unreachable_event_stream_does_not_fail_the_turn(model, conv, api, caplog):
+def test_an_unreachable_event_stream_does_not_fail_the_turn(model, conv, api, caplog, monkeypatch):
+    # After a failure the stream is not tried for RETRY_AFTER seconds. Longer than any turn here, so what
+    # follows does not depend on how fast this machine runs the turn.
+    monkeypatch.setattr(EventStore, "RETRY_AFTER", 3600.0)
     model.call("add", {"a": 1, "b": 2})
     model.reply("Three.")
     response = api.post(URL.format(conv.pk), {"content": "1+2?"}, format="json")
     assert response.status_code == 201 and response.json()["status"] == "idle"
     assert [m["content"] for m in response.json()["messages"]][-1] == "Three."
-    lost = [r for r in caplog.records if "not published" in r.getMessage() or "could not publish" in r.getMessage()]
-    # Every event of the turn is in the log (user message, answer with a call, started, finished, tool
-    # message, answer, end); only the first one waited for a connection.
-    assert len(lost) == 7
-    assert sum("could not publish" in r.getMessage() for r in lost) == 1
+    # Every event of the turn is in the log; only the first one waited for a connection.
+    assert lost_events(caplog, conv) == [("tried", TURN_EVENTS[0])] + [("skipped", t) for t in TURN_EVENTS[1:]]
+
+
+@pytest.mark.toolcalling(EVENTS_REDIS_URL="redis://127.0.0.1:9/0")
+def test_an_unreachable_event_stream_is_tried_again_once_the_retry_window_is_over(
+    model, conv, api, caplog, monkeypatch
+):
+    monkeypatch.setattr(EventStore, "RETRY_AFTER", 0.0)  # every window is over by the next event
+    model.call("add", {"a": 1, "b": 2})
+    model.reply("Three.")
+    response = api.post(URL.format(conv.pk), {"content": "1+2?"}, format="json")
+    assert response.status_code == 201 and response.json()["status"] == "idle"
+    assert lost_events(caplog, conv) == [("tried", t) for t in TURN_EVENTS]

@@ -5,14 +5,16 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
 import httpx2
+import redis
 
+from tests.services import wait_until
 from toolcalling import streaming as events
 from toolcalling.models import Message
+from toolcalling.testutils import override_toolcalling
 
 from .helpers import AUTH, SSE, Stream, parse, post_streamed
 
@@ -38,12 +40,19 @@ def test_events_are_numbered_per_conversation_and_resumable(redis_url):
 
 def test_a_blocked_reader_wakes_when_another_connection_publishes(redis_url):
     conversation = str(uuid.uuid4())
+    name = f"reader-{conversation}"  # the reader's connection, as Redis's CLIENT LIST names it
     got: list[events.Event] = []
-    thread = threading.Thread(target=lambda: got.extend(backend(redis_url).read(conversation, 0, 10)))
+    reader = backend(f"{redis_url}?client_name={name}")
+    thread = threading.Thread(target=lambda: got.extend(reader.read(conversation, 0, 30)))
     thread.start()
-    time.sleep(0.05)  # let the reader block first; the assertion does not depend on it
+    admin = redis.Redis.from_url(redis_url)
+
+    def reader_blocked() -> bool:
+        return any(c["name"] == name and c["cmd"] == "xread" and "b" in c["flags"] for c in admin.client_list())
+
+    wait_until(reader_blocked, what="the reader to block in XREAD")  # so the publish below must wake it
     backend(redis_url).publish(conversation, "message", {"id": 1, "role": "user", "content": "hi"})
-    thread.join(10)
+    thread.join(30)
     assert [(e.seq, e.type, e.data["content"]) for e in got] == [(1, "message", "hi")]
 
 
@@ -86,7 +95,8 @@ def test_a_streamed_turn_through_redis_is_readable_from_another_process(live_ser
 
 def test_an_event_published_by_another_process_reaches_a_waiting_reader(live_server, conv, redis_events):
     url = f"{live_server.url}/api/toolcalling/conversations/{conv.pk}/events/"
-    with httpx2.Client(auth=AUTH, timeout=30) as client:
+    # A short keepalive: the stream this reader leaves ends soon after it.
+    with override_toolcalling(EVENTS_KEEPALIVE=0.1), httpx2.Client(auth=AUTH, timeout=30) as client:
         with client.stream("GET", url, headers=SSE) as response:
             lines = response.iter_lines()
             assert next(lines) == "retry: 2000"  # the reader is subscribed once the stream has begun

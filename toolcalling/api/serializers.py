@@ -11,7 +11,19 @@ from .. import approval
 from ..conf import toolcalling_settings
 from ..exceptions import NotRegistered
 from ..models import Conversation, Message, ToolCall
-from ..toolkit import assistants, storable
+from ..toolkit import assistants, storable, tools
+
+
+def in_parameter_order(tool_name: str, arguments: Any) -> Any:
+    """Arguments in the order of the tool's parameters (unknown keys after them): the stored order is the
+    database's (PostgreSQL's jsonb keeps none), and the API and the chat page show the same on every one."""
+    try:
+        parameters = tools.get(tool_name).parameters.get("properties", {})
+    except NotRegistered:
+        return arguments
+    if not isinstance(arguments, dict):
+        return arguments
+    return {**{key: arguments[key] for key in parameters if key in arguments}, **arguments}
 
 
 class ToolCallSerializer(serializers.ModelSerializer):
@@ -49,6 +61,12 @@ class ToolCallSerializer(serializers.ModelSerializer):
             return None
         found = approval.preview(call)
         return found.as_data() if found is not None else None
+
+    def to_representation(self, instance: ToolCall) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        for key in ("arguments", "original_arguments"):
+            data[key] = in_parameter_order(instance.name, data[key])
+        return data
 
 
 class ApprovalToolCallSerializer(ToolCallSerializer):

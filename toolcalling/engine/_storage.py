@@ -358,7 +358,9 @@ def answer_call_if(
     """
     statuses = [from_status] if isinstance(from_status, str) else list(from_status)
     now = timezone.now()
-    duration = max(0, int((now - call.started_at).total_seconds() * 1000)) if call.started_at else None
+    # At most the column's maximum on PostgreSQL and MySQL (2**31 - 1 ms, about 24.8 days): a run the sweep
+    # fails long after its worker died must still be answered.
+    duration = min(2**31 - 1, max(0, int((now - call.started_at).total_seconds() * 1000))) if call.started_at else None
     result, error = storable(result), storable(error)
     values = {
         "status": status,

@@ -56,7 +56,7 @@ class EventStore:
 
     def publish(self, conversation_id: str, type: str, data: dict[str, Any]) -> Event | None:
         if time.monotonic() < self.unreachable_until:
-            logger.warning("%s event of conversation %s not published: the event store is unreachable", type,
+            logger.warning("%s event of conversation %s not published: the event stream is unreachable", type,
                            conversation_id)  # fmt: skip
             return None
         try:

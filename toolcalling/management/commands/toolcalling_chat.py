@@ -5,13 +5,13 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from toolcalling.assistant import Assistant
 from toolcalling.engine import conversation_for
-from toolcalling.exceptions import ConversationBusy, NotRegistered, TurnError
+from toolcalling.exceptions import ConversationBusy, TurnError
+from toolcalling.management._arguments import user_and_assistant
 from toolcalling.models import Conversation
 
 
@@ -28,15 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--conversation", help="Continue this conversation (its id) instead of starting one.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        user_model = get_user_model()
-        try:
-            user = user_model._default_manager.get_by_natural_key(options["user"])
-        except user_model.DoesNotExist:
-            raise CommandError(f"No user {options['user']!r}.")
-        try:
-            assistant = Assistant.get(options["assistant"])
-        except NotRegistered as exc:
-            raise CommandError(str(exc))
+        user, assistant = user_and_assistant(options["user"], options["assistant"])
         conversation = None
         if options["conversation"]:
             conversation = Conversation.objects.filter(pk=options["conversation"], user=user).first()

@@ -5,11 +5,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from toolcalling.assistant import Assistant
-from toolcalling.exceptions import MCPNotInstalled, NotRegistered
+from toolcalling.exceptions import MCPNotInstalled
+from toolcalling.management._arguments import user_and_assistant
 from toolcalling.mcp import serve_stdio
 
 
@@ -25,15 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--user", required=True, help="The username the tools act for.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        user_model = get_user_model()
-        try:
-            user = user_model._default_manager.get_by_natural_key(options["user"])
-        except user_model.DoesNotExist:
-            raise CommandError(f"No user {options['user']!r}.")
-        try:
-            assistant = Assistant.get(options["assistant"])
-        except NotRegistered as exc:
-            raise CommandError(str(exc))
+        user, assistant = user_and_assistant(options["user"], options["assistant"])
         if not assistant.has_permission(user):
             raise CommandError(f"{options['user']} may not use the assistant {options['assistant']!r}.")
         try:
