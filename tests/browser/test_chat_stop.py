@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.services import wait_until
@@ -15,11 +16,13 @@ def sign_in(page: Page, url: str) -> None:
     page.get_by_role("button", name="Sign in").click()
 
 
+@pytest.mark.toolcalling(EVENTS_KEEPALIVE=0.2)  # the pages' streams end soon after they close
 def test_stop_ends_a_running_turn_from_any_tab(live_server, browser, model, alice, tmp_path):
     marker = tmp_path / "job"
     model.calls(("wait_for_release", {"marker": str(marker)}), ("add", {"a": 1, "b": 2}))
 
-    first = browser.new_context().new_page()
+    first_tab, second_tab = browser.new_context(), browser.new_context()
+    first = first_tab.new_page()
     sign_in(first, live_server.url + "/chat/slow/")
     expect(first.get_by_role("heading", name="Slow")).to_be_visible()
     box = first.get_by_label("Your message")
@@ -34,7 +37,7 @@ def test_stop_ends_a_running_turn_from_any_tab(live_server, browser, model, alic
     assert Conversation.objects.get().stop_requested_at is None
 
     # A second tab opens the running conversation: it offers Stop too, and stops the turn.
-    second = browser.new_context().new_page()
+    second = second_tab.new_page()
     sign_in(second, live_server.url + "/chat/slow/")
     stop_second = second.get_by_role("button", name="Stop")
     expect(stop_second).to_be_enabled(timeout=15_000)
@@ -51,3 +54,5 @@ def test_stop_ends_a_running_turn_from_any_tab(live_server, browser, model, alic
     assert Conversation.objects.get().status == "idle"
     assert list(ToolCall.objects.order_by("index").values_list("status", flat=True)) == ["succeeded", "cancelled"]
     model.assert_done()
+    first_tab.close()
+    second_tab.close()
