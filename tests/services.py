@@ -115,11 +115,12 @@ def postgres_bindir() -> Path | None:
 
 
 @contextmanager
-def postgres_server(directory: Path) -> Iterator[Path]:
+def postgres_server(directory: Path, *, durable: bool = False) -> Iterator[Path]:
     """A private PostgreSQL cluster in ``directory`` (made here), reached only through its socket there.
 
     No TCP port, so parallel runs never meet; no durability (fsync off), since the cluster is thrown
-    away. initdb and postgres refuse to run as root: as root they run as the ``postgres`` system user,
+    away, unless ``durable`` (the benchmarks: commits wait for the disk, as on a production server).
+    initdb and postgres refuse to run as root: as root they run as the ``postgres`` system user,
     which then owns ``directory``. Yields the socket directory, the ``HOST`` of Django's settings.
     """
     bindir = postgres_bindir()
@@ -147,7 +148,9 @@ def postgres_server(directory: Path) -> Iterator[Path]:
     )
     if initdb.returncode != 0:
         raise RuntimeError(f"initdb failed:\n{initdb.stdout}{initdb.stderr}")
-    settings = ["listen_addresses=", "fsync=off", "synchronous_commit=off", "full_page_writes=off"]
+    settings = ["listen_addresses="]
+    if not durable:
+        settings += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
     settings += ["max_connections=200"]  # live servers, turn threads and Celery workers each hold one
     process = subprocess.Popen(
         [str(bindir / "postgres"), "-D", str(data), "-k", str(directory), *(f"-c{s}" for s in settings)],

@@ -79,6 +79,9 @@ elif DATABASE == "postgresql":
             "NAME": "toolcalling",
             "USER": POSTGRES_USER,
             "HOST": str(VAR_DIR / "postgres"),
+            # Persistent connections, as a production site sets them (the benchmarks do; tests close them).
+            "CONN_MAX_AGE": int(os.environ.get("TOOLCALLING_TEST_CONN_MAX_AGE", 0)),
+            "CONN_HEALTH_CHECKS": True,
         }
     }
 else:

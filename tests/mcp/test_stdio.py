@@ -1,6 +1,7 @@
 """``manage.py toolcalling_mcp`` serves the same over stdio: the SDK's stdio client starts the command."""
 
 import json
+import os
 import sys
 
 import pytest
@@ -21,6 +22,12 @@ def serve(*options):
         "TOOLCALLING_TEST_WORKER": "1",  # the test database file, as a worker process opens it
         "TOOLCALLING_TEST_DB_NAME": str(connection.settings_dict["NAME"]),
         "TOOLCALLING_TEST_BASE_URL": "http://127.0.0.1:9/v1",  # no model is asked
+        # The SDK starts a server with a few safe variables only: the run's directory and database go along.
+        **{
+            name: os.environ[name]
+            for name in ("TOOLCALLING_TEST_VAR", "TOOLCALLING_TEST_DATABASE")
+            if name in os.environ
+        },
     }
     args = ["-m", "django", "toolcalling_mcp", *options]
     return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(ROOT))

@@ -186,9 +186,8 @@ def log_decision(call: ToolCall, user: Any, message: str) -> None:
         return
     from django.contrib.admin.models import CHANGE, LogEntry
 
-    LogEntry.objects.log_actions(
-        user.pk, ToolCall.objects.filter(pk=call.pk), CHANGE, change_message=message, single_object=True
-    )
+    # The call itself, not a queryset of it: the entry needs nothing the caller has not loaded already.
+    LogEntry.objects.log_actions(user.pk, [call], CHANGE, change_message=message, single_object=True)
 
 
 def waiting_calls() -> QuerySet[ToolCall]:

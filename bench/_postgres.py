@@ -1,0 +1,27 @@
+"""A private PostgreSQL cluster for a benchmark, with a production server's durability (commits wait for the disk).
+
+``with postgres(var)`` starts it in ``var/postgres`` (where the test settings look for its socket), creates the
+test site's database, and sets ``TOOLCALLING_TEST_DATABASE=postgresql`` for this process and its children,
+with persistent connections as a production site has them; start it before ``django.setup()``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def postgres(var: Path) -> Iterator[None]:
+    import psycopg
+
+    from tests.services import POSTGRES_USER, postgres_server
+
+    with postgres_server(var / "postgres", durable=True) as socket:
+        with psycopg.connect(host=str(socket), user=POSTGRES_USER, dbname="postgres", autocommit=True) as admin:
+            admin.execute("CREATE DATABASE toolcalling")
+        os.environ["TOOLCALLING_TEST_DATABASE"] = "postgresql"
+        os.environ["TOOLCALLING_TEST_CONN_MAX_AGE"] = "600"  # persistent connections, as in production
+        yield
