@@ -15,8 +15,8 @@ from ._runner import (
     conversation_for,
     run_claimed_turn,
     run_turn,
-    stop_turn,
 )
+from ._stop import stop_turn
 from ._storage import answer_call_if, close_open_calls, load_messages, set_status, to_openai
 from ._structured import OutputSpec
 from ._turn import Turn, tool_definitions

@@ -1,9 +1,8 @@
 """Running turns outside a request: a whole turn (``Assistant.run``), one model answer at a time
-(``Assistant.steps``), the bodies of the background and continuation tasks, and stopping a running turn."""
+(``Assistant.steps``), and the bodies of the background and continuation tasks."""
 
 from __future__ import annotations
 
-import datetime
 import logging
 import uuid
 from collections.abc import Iterator
@@ -11,11 +10,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied
-from django.utils import timezone
 from pydantic import BaseModel
 
-from ..conf import toolcalling_settings
-from ..exceptions import ConversationBusy, NotRegistered, NotRunning, TurnError
+from ..exceptions import ConversationBusy, NotRegistered, TurnError
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
 from . import _storage as storage
@@ -233,24 +230,3 @@ def continue_turn(conversation_id: str) -> bool:
         logger.warning("conversation %s could not continue: %s", conversation_id, exc)
         return False
     return True
-
-
-def stop_turn(conversation: Conversation) -> None:
-    """Ask the running turn of ``conversation`` to stop at its next step boundary, in whichever process runs it
-    (``NotRunning`` when no turn runs). A turn that went quiet for ``STALE_TURN_TIMEOUT`` cannot hear it (its
-    process died): it is taken over and ended here, its open calls answered as after any takeover."""
-    if not storage.request_stop(conversation):
-        conversation.refresh_from_db(fields=["status"])
-        raise NotRunning(status=conversation.status)
-    conversation.refresh_from_db(fields=["status", "updated_at", "turn_token"])
-    cutoff = timezone.now() - datetime.timedelta(seconds=toolcalling_settings.STALE_TURN_TIMEOUT)
-    if conversation.status != Conversation.Status.RUNNING or conversation.updated_at >= cutoff:
-        return
-    try:
-        assistant = assistants.get(conversation.assistant_id)()
-    except NotRegistered:
-        return  # nothing can run it; the next message takes it over as usual
-    turn = Turn(assistant, conversation)
-    if turn.take_over():
-        with turn.guard():
-            turn.end(STOPPED)

@@ -7,8 +7,7 @@ going quiet, or the conversation deleted) writes nothing more, and the row lock 
 a late write and a takeover one after the other. A call is answered at most once: answers are conditional
 updates of the call's status, and the database refuses a second tool message for one call id.
 
-The same fenced update tells the turn whether its owner asked it to stop (``Conversation.stop_requested_at``,
-set by any process): a turn learns of a stop from its own writes, and reads it once more before each model call.
+That update also reports a stop request (see ``_stop``), and each write stores the usage the turn counted.
 """
 
 from __future__ import annotations
@@ -49,8 +48,8 @@ def claim(
     been ``running`` without any write for that long (its process died, or hangs) may be taken over too.
     """
     token = uuid.uuid4()
-    values = {"status": RUNNING, "error": "", "turn_token": token, "stop_requested_at": None,
-              "updated_at": timezone.now()}  # fmt: skip
+    values = {"status": RUNNING, "error": "", "turn_token": token, "updated_at": timezone.now()}
+    values["stop_requested_at"] = None  # a turn taken over may have been asked to stop; this one was not
     statuses = list(from_statuses)
     updated = statuses and sql.update(
         Conversation, set=values, where={"id": conversation.pk}, where_in=("status", statuses)
@@ -63,17 +62,7 @@ def claim(
     if not updated:
         return None
     conversation.status, conversation.error, conversation.turn_token = RUNNING, "", token
-    conversation.stop_requested_at = None
     return token
-
-
-def request_stop(conversation: Conversation) -> bool:
-    """Ask the running turn of ``conversation`` to stop at its next step; False when no turn is running.
-
-    Only the request is stored: the turn, in whichever process runs it, ends itself (see ``Ledger.stopping``).
-    """
-    now = timezone.now()
-    return bool(Conversation.objects.filter(pk=conversation.pk, status=RUNNING).update(stop_requested_at=now))
 
 
 class Ledger:
@@ -89,11 +78,9 @@ class Ledger:
     @contextmanager
     def write(self, *, usage: Usage | None = None, ending: str | None = None, error: str = "") -> Iterator[None]:
         """A transaction in which this turn may write. The update that checks the claim also carries the
-        heartbeat, the tokens of a reply (``usage``) and the turn's end (``ending``), in one statement.
-
-        It notices a stop request too: the usual update is also fenced by "no stop asked for", and only when
-        it finds nothing does a second one tell a stop request (``stopping``) from a lost claim. And it stores
-        the usage the turn counted since its last write (the ``meter``), in the same transaction."""
+        heartbeat, the tokens of a reply (``usage``) and the turn's end (``ending``), in one statement. That update
+        is also fenced by "no stop requested": only when it finds nothing does a second one tell a stop request
+        (``stopping``) from a lost claim. Last, it stores the usage the ``meter`` counted since the last write."""
         values: dict[str, Any] = {"updated_at": timezone.now()}
         tokens: dict[str, int] = {}
         if usage is not None and usage.total_tokens:
@@ -111,8 +98,7 @@ class Ledger:
                     raise TurnInterrupted(status=self._status_now())
                 self.stopping = True
             yield
-            if self.meter is not None and self.meter.pending:
-                # Last, so the counter rows every turn adds to stay locked only until the commit right after.
+            if self.meter is not None and self.meter.pending:  # last: the shared rows stay locked until the commit
                 self.count_usage()
         conv = self.conversation
         if usage is not None:
@@ -123,8 +109,7 @@ class Ledger:
             conv.status, conv.error, conv.turn_token, self.ended = ending, error, None, ending
 
     def count_usage(self) -> None:
-        """Add what the turn used since its last write to the usage counters it counts in, by their ids (in the
-        caller's transaction: every write does it last, and the claim that stores the user's message)."""
+        """Add what the turn used since its last write to its usage counters, in the caller's transaction."""
         assert self.meter is not None
         counts, now = self.meter.pending, timezone.now()
         added = {"tokens": counts.tokens, "turns": counts.turns, "tool_calls": counts.tool_calls}
@@ -213,7 +198,6 @@ class Ledger:
     def answer_call(
         self, call: ToolCall, *, status: str, result: str, error: str = "", waiting: bool = False
     ) -> Message:
-        """Answer an open call (``waiting``: or one awaiting approval, which a stopped turn withdraws)."""
         statuses = [*OPEN_CALL_STATUSES, ToolCall.Status.AWAITING_APPROVAL] if waiting else OPEN_CALL_STATUSES
         with self.write():
             message = answer_call_if(call, from_status=statuses, status=status, result=result, error=error)

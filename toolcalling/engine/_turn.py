@@ -27,7 +27,6 @@ from ..exceptions import (
     OutputValidationError,
     TurnError,
     TurnInterrupted,
-    UsageLimitExceeded,
 )
 from ..hooks import EndTurn, ModelRequest, TurnView
 from ..models import Conversation, Message, ToolCall
@@ -77,9 +76,8 @@ class Turn:
         user = user if user is not None else conversation.user
         self.view = TurnView(assistant=assistant, conversation=conversation, user=user,
                              context=assistant.build_context(user, conversation), stream=stream)  # fmt: skip
-        self.meter = Meter.build(assistant, self.view.context)  # usage limits across turns
-        # token: a claim made elsewhere (a background turn); the ledger stores the meter's counts with its writes
-        self.ledger = storage.Ledger(conversation, token, meter=self.meter)
+        self.meter = Meter.build(assistant, self.view.context)  # usage limits across turns, counted by the ledger
+        self.ledger = storage.Ledger(conversation, token, meter=self.meter)  # token: a claim made elsewhere
         self.observers = Observers(self.view, assistant.get_hooks(), listeners or [])
         self.tools: dict[str, Tool] = {t.name: t for t in assistant.get_tools(self.view.context)}
         check_extras(assistant.argument_extras, self.tools.values(), type(assistant).__qualname__)
@@ -144,11 +142,7 @@ class Turn:
         call, which no limit counts)."""
         self.continuing = continuing
         if metered and not continuing:
-            try:
-                self.meter.check(new_turn=True)
-            except UsageLimitExceeded as exc:
-                exc.status = self.conversation.status
-                raise
+            self.meter.check(new_turn=True, status=self.conversation.status)
         with transaction.atomic():
             token = self._claim(continuing)
             if content is not None:  # the claim just made is the fence of this write
@@ -281,8 +275,7 @@ class Turn:
         return None
 
     def stop_calls(self, calls: list[ToolCall]) -> str:
-        """The owner stopped the turn: the calls of this answer that did not run are answered "stopped by the
-        user" (one waiting for approval is withdrawn too), and the turn is ``stopped``."""
+        """The owner stopped the turn: this answer's calls not run (or waiting) are answered "stopped by the user"."""
         for call in calls:
             unanswered = call.status in (ToolCall.Status.RUNNING, ToolCall.Status.AWAITING_APPROVAL)
             if unanswered and call.pk not in self.calls.started:
@@ -290,8 +283,7 @@ class Turn:
         return STOPPED
 
     def end(self, status: str, error: str = "") -> None:
-        """Store how the turn ended and tell everyone; once. A ``stopped`` turn leaves the conversation ``idle``,
-        with no call left open (``stop_calls`` answered its calls; this also answers any a dead turn left)."""
+        """Store how the turn ended and tell everyone; once. A ``stopped`` turn leaves the conversation ``idle``."""
         if self.ended:
             return
         self.ended = True

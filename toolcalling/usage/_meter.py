@@ -85,7 +85,7 @@ class Meter:
 
     # Before a model call ----------------------------------------------------------------------------
 
-    def check(self, *, new_turn: bool) -> None:
+    def check(self, *, new_turn: bool, status: str | None = None) -> None:
         """Raise ``UsageLimitExceeded`` if a limit has no room left: for a new message every limit, before a
         model call within a turn the ``tokens`` and ``tool_calls`` limits (the turn itself was counted)."""
         limits = [(limit, key) for limit, key in self.limits if new_turn or limit.quantity != "turns"]
@@ -102,7 +102,7 @@ class Meter:
         if over:
             # The one that lasts longest: retrying before it resets cannot succeed.
             end, limit, amount = max(over, key=lambda item: item[0])
-            raise exceeded(limit, amount, end, now)
+            raise exceeded(limit, amount, end, now, status=status)
 
     # After a model call -----------------------------------------------------------------------------
 
@@ -189,8 +189,11 @@ def read_counters(rows: list[tuple[str, str, str, datetime.datetime]]) -> dict[t
     return {row: v for row, v in found.items() if row in wanted}
 
 
-def exceeded(limit: UsageLimit, used: int, end: datetime.datetime, now: datetime.datetime) -> UsageLimitExceeded:
-    """The error for a limit with no room left, worded for the user, with when it resets."""
+def exceeded(
+    limit: UsageLimit, used: int, end: datetime.datetime, now: datetime.datetime, *, status: str | None = None
+) -> UsageLimitExceeded:
+    """The error for a limit with no room left, worded for the user, with when it resets (``status``: the
+    conversation's, for the error body, when no turn started)."""
     words = {"tokens": _("tokens"), "turns": _("messages"), "tool_calls": _("tool calls")}
     periods = {"hour": _("hour"), "day": _("day"), "month": _("month")}
     values = {
@@ -210,4 +213,5 @@ def exceeded(limit: UsageLimit, used: int, end: datetime.datetime, now: datetime
     other = _("The limit of %(maximum)s %(quantity)s per %(period)s for %(scope)s is reached. It resets in %(wait)s.")
     detail = sentences.get(limit.scope if isinstance(limit.per, str) else "", other) % values
     described = {**limit.describe(), "used": used, "resets_at": end.isoformat()}
-    return UsageLimitExceeded(detail, wait=max(1, math.ceil((end - now).total_seconds())), limit=described)
+    wait = max(1, math.ceil((end - now).total_seconds()))
+    return UsageLimitExceeded(detail, status=status, wait=wait, limit=described)
