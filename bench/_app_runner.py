@@ -1,7 +1,7 @@
 """The app's side of the loop benchmark, in a process of its own so it can run on either database.
 
-It reads ``run <turns>`` lines on stdin and answers each with a JSON list of seconds per turn: one new
-conversation through ``Assistant.run``, every message and call stored. The database comes from
+It reads ``run <turns>`` lines on stdin and answers each with a JSON list of seconds per turn: ``turns`` turns of
+one new conversation through ``Assistant.run``, every message and call stored. The database comes from
 ``TOOLCALLING_TEST_DATABASE`` as in the test settings; the model server from ``--base-url``.
 """
 
@@ -27,6 +27,7 @@ from django.test import override_settings  # noqa: E402
 
 from bench._model import ANSWER, QUESTION  # noqa: E402
 from toolcalling import Assistant  # noqa: E402
+from toolcalling.models import Conversation  # noqa: E402
 
 
 class BenchAssistant(Assistant):
@@ -36,7 +37,8 @@ class BenchAssistant(Assistant):
 
 
 def run(assistant: Assistant, user: object, turns: int) -> list[float]:
-    conversation = None
+    # Made before the clock starts, as the bare loop's history is: a site creates it with its own request.
+    conversation = Conversation.objects.create(user=user, assistant_id=assistant.id)
     times = []
     for _ in range(turns):
         started = time.perf_counter()

@@ -19,7 +19,8 @@ def postgres(var: Path) -> Iterator[None]:
 
     from tests.services import POSTGRES_USER, postgres_server
 
-    with postgres_server(var / "postgres", durable=True) as socket:
+    durable = os.environ.get("TOOLCALLING_BENCH_PG_DURABLE", "1") != "0"  # "0": commits do not wait for the disk
+    with postgres_server(var / "postgres", durable=durable) as socket:
         with psycopg.connect(host=str(socket), user=POSTGRES_USER, dbname="postgres", autocommit=True) as admin:
             admin.execute("CREATE DATABASE toolcalling")
         os.environ["TOOLCALLING_TEST_DATABASE"] = "postgresql"

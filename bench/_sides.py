@@ -22,6 +22,7 @@ def app_side(database: str, env: dict[str, str] | None = None) -> Side:
     runners: dict[str, subprocess.Popen] = {}
 
     def side(base_url: str, turns: int) -> list[float]:
+        """Seconds per turn of a new conversation of ``turns`` turns."""
         if base_url not in runners:
             environment = {**os.environ, "TOOLCALLING_TEST_DATABASE": database, **(env or {})}
             command = [sys.executable, str(ROOT / "bench" / "_app_runner.py"), "--base-url", base_url]
@@ -36,7 +37,16 @@ def app_side(database: str, env: dict[str, str] | None = None) -> Side:
         runner.stdin.flush()
         return json.loads(runner.stdout.readline())
 
+    side.runners = runners  # type: ignore[attr-defined]
     return side
+
+
+def close_sides(sides: dict[str, Side]) -> None:
+    """End the runner processes (before the database they use goes away)."""
+    for side in sides.values():
+        for runner in getattr(side, "runners", {}).values():
+            runner.stdin.close()
+            runner.wait(30)
 
 
 def add(a: int, b: int) -> int:

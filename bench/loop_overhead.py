@@ -22,10 +22,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("TOOLCALLING_TEST_VAR", tempfile.mkdtemp(prefix="toolcalling-bench-"))
+VAR = Path(os.environ.setdefault("TOOLCALLING_TEST_VAR", tempfile.mkdtemp(prefix="toolcalling-bench-")))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
 import django  # noqa: E402
@@ -35,7 +36,8 @@ django.setup()
 import openai  # noqa: E402
 
 from bench._model import ADD, ANSWER, QUESTION, model_server  # noqa: E402
-from bench._sides import app_side, peer_sides  # noqa: E402
+from bench._postgres import postgres  # noqa: E402
+from bench._sides import app_side, close_sides, peer_sides  # noqa: E402
 
 Side = Callable[[str, int], list[float]]  # (base URL, turns) -> seconds per turn
 
@@ -77,7 +79,10 @@ def main() -> None:
         sides.update(peer_sides())
     first: dict[str, list[float]] = {name: [] for name in sides}
     last: dict[str, list[float]] = {name: [] for name in sides}
-    with model_server() as base_url:
+    with ExitStack() as stack:
+        if options.postgres:
+            stack.enter_context(postgres(VAR))  # the runner processes inherit its settings
+        base_url = stack.enter_context(model_server())
         for side in sides.values():
             side(base_url, 2)  # warm up imports, connections and database pages
         for _ in range(options.rounds):
@@ -85,6 +90,7 @@ def main() -> None:
                 times = side(base_url, options.turns)
                 first[name].append(times[0])
                 last[name].append(times[-1])
+        stack.callback(close_sides, sides)
     base_first = statistics.median(first["bare SDK loop"])
     base_last = statistics.median(last["bare SDK loop"])
     print(f"{options.turns}-turn conversations, 3 requests per turn, median of {options.rounds} rounds.")

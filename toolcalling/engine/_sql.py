@@ -155,3 +155,50 @@ def select(
     with connection.cursor() as cursor:
         cursor.execute(_sql(key, build), params)
         return cursor.fetchall()
+
+
+def history(conversation_id: Any, *, before: int | None = None, limit: int | None = None) -> list[tuple[Any, ...]]:
+    """A conversation's messages with their calls, in one statement: ``(id, role, content, tool_call_id,
+    call_id, name, raw_arguments)`` per message and call, oldest first; with ``limit``, the ``limit`` newest
+    messages before ``before``."""
+    from ..models import Message, ToolCall
+
+    def build() -> str:
+        m, c = Message._meta, ToolCall._meta
+        column = m.get_field
+        inner = (
+            f"SELECT {', '.join(_q(column(n).column) for n in ('id', 'role', 'content', 'tool_call_id'))}"
+            f" FROM {_q(m.db_table)} WHERE {_q(column('conversation').column)} = %s"
+        )
+        if before is not None:
+            inner += f" AND {_q(column('id').column)} < %s"
+        if limit is not None:
+            inner += f" ORDER BY {_q(column('id').column)} DESC LIMIT %s"
+        calls = ", ".join(f"c.{_q(c.get_field(n).column)}" for n in ("call_id", "name", "raw_arguments"))
+        return (
+            f"SELECT m.*, {calls} FROM ({inner}) m LEFT JOIN {_q(c.db_table)} c"
+            f" ON c.{_q(c.get_field('message').column)} = m.{_q(column('id').column)}"
+            f" ORDER BY m.{_q(column('id').column)}, c.{_q(c.get_field('index').column)}"
+        )
+
+    params: list[Any] = [_prep(Message, "conversation", conversation_id)]
+    if before is not None:
+        params.append(before)
+    if limit is not None:
+        params.append(limit)
+    with connection.cursor() as cursor:
+        cursor.execute(_sql(("history", before is not None, limit is not None), build), params)
+        return cursor.fetchall()
+
+
+def relax_durability() -> None:
+    """Let the current transaction's commit return before it reaches the disk (PostgreSQL's
+    ``synchronous_commit = off`` for this transaction; other databases keep their own setting).
+
+    For writes that a later write of the same turn makes durable anyway: PostgreSQL writes its log in
+    order, so the next commit that waits for the disk brings every earlier one with it. A crash of the
+    database server in between loses them, never leaves them half written.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")

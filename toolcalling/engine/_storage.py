@@ -76,11 +76,19 @@ class Ledger:
         self.stopping = False  # the owner asked the turn to stop, as its last write (or check) found
 
     @contextmanager
-    def write(self, *, usage: Usage | None = None, ending: str | None = None, error: str = "") -> Iterator[None]:
+    def write(
+        self, *, usage: Usage | None = None, ending: str | None = None, error: str = "", durable: bool = True
+    ) -> Iterator[None]:
         """A transaction in which this turn may write. The update that checks the claim also carries the
         heartbeat, the tokens of a reply (``usage``) and the turn's end (``ending``), in one statement. That update
         is also fenced by "no stop requested": only when it finds nothing does a second one tell a stop request
-        (``stopping``) from a lost claim. Last, it stores the usage the ``meter`` counted since the last write."""
+        (``stopping``) from a lost claim. Last, it stores the usage the ``meter`` counted since the last write.
+
+        ``durable=False`` (a tool's result, tokens of a retried answer) lets the commit return before it is
+        on disk, where the database allows: the turn's next durable write (its next answer with calls, or its
+        end) carries it there before a tool runs again or the turn reports anything. An answer with calls is
+        always durable before its tools run, so a crash can lose a result, never repeat a tool.
+        """
         values: dict[str, Any] = {"updated_at": timezone.now()}
         tokens: dict[str, int] = {}
         if usage is not None and usage.total_tokens:
@@ -90,6 +98,8 @@ class Ledger:
             values.update(status=ending, error=storable(error), turn_token=None, stop_requested_at=None)
         held = {"id": self.conversation.pk, "turn_token": self.token, "status": RUNNING}
         with transaction.atomic():
+            if not durable and ending is None:
+                sql.relax_durability()
             unstopped = {**held, "stop_requested_at": None}
             if self.stopping or not sql.update(Conversation, set=values, add=tokens, where=unstopped):
                 if not sql.update(Conversation, set=values, add=tokens, where=held):
@@ -182,7 +192,7 @@ class Ledger:
             self.conversation.title = title
 
     def add_usage(self, usage: Usage) -> None:
-        with self.write(usage=usage):
+        with self.write(usage=usage, durable=False):
             pass
 
     def wait_for_approval(self, call: ToolCall) -> None:
@@ -199,7 +209,7 @@ class Ledger:
         self, call: ToolCall, *, status: str, result: str, error: str = "", waiting: bool = False
     ) -> Message:
         statuses = [*OPEN_CALL_STATUSES, ToolCall.Status.AWAITING_APPROVAL] if waiting else OPEN_CALL_STATUSES
-        with self.write():
+        with self.write(durable=False):
             message = answer_call_if(call, from_status=statuses, status=status, result=result, error=error)
             if message is None:
                 raise TurnInterrupted(f"The call {call.call_id} was answered by someone else.")
@@ -208,7 +218,7 @@ class Ledger:
     def close_open_calls(
         self, reason: str, *, started: Iterable[int] | None = (), waiting: bool = False
     ) -> list[Message]:
-        with self.write():
+        with self.write(durable=False):  # the turn's end follows
             return close_open_calls(self.conversation, reason, started=started, waiting=waiting)
 
     def set_status(self, status: str, error: str = "") -> None:
@@ -256,41 +266,26 @@ def history_items(
     """Stored messages as ``(id, Chat Completions message)``, oldest first: all of them, or with ``limit`` the
     ``limit`` newest before the id ``before``. Read as plain values, not model instances: a turn reads its
     history on every message, and long histories must stay cheap."""
-    columns = ("id", "role", "content", "tool_call_id")
-    where = {"conversation": conversation.pk}
-    below = ("id", before) if before is not None else None
-    if limit is None:
-        messages = sql.select(Message, columns, where=where, below=below, order=["id"])
-    else:
-        messages = sql.select(Message, columns, where=where, below=below, order=["id"], descending=True, limit=limit)
-        messages.reverse()
-    if not messages:
-        return []
-    by_message: dict[int, list[dict[str, Any]]] = {}
-    calls = sql.select(
-        ToolCall,
-        ("message", "call_id", "name", "raw_arguments"),
-        where=where,
-        between=("message", messages[0][0], messages[-1][0]),
-        order=["message", "index"],
-    )
-    for message_id, call_id, name, arguments in calls:
-        by_message.setdefault(message_id, []).append(
-            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments or "{}"}}
-        )
-    items = []
-    for message_id, role, content, tool_call_id in messages:
-        if role == Message.Role.TOOL:
-            item: dict[str, Any] = {"role": "tool", "tool_call_id": tool_call_id, "content": content}
+    items: list[tuple[int, dict[str, Any]]] = []
+    for message_id, role, content, tool_call_id, call_id, name, arguments in sql.history(
+        conversation.pk, before=before, limit=limit
+    ):
+        if items and items[-1][0] == message_id:  # another call of the same assistant message
+            item = items[-1][1]
+        elif role == Message.Role.TOOL:
+            item = {"role": "tool", "tool_call_id": tool_call_id, "content": content}
+            items.append((message_id, item))
         elif role == Message.Role.ASSISTANT:
             item = {"role": "assistant", "content": content or None}
-            if message_id in by_message:
-                item["tool_calls"] = by_message[message_id]
-            elif item["content"] is None:
-                item["content"] = ""
+            items.append((message_id, item))
         else:
             item = {"role": role, "content": content}
-        items.append((message_id, item))
+            items.append((message_id, item))
+        if call_id is not None:
+            call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments or "{}"}}
+            item.setdefault("tool_calls", []).append(call)
+        elif role == Message.Role.ASSISTANT and item["content"] is None:
+            item["content"] = ""
     return items
 
 
