@@ -10,6 +10,7 @@ from .conf import toolcalling_settings
 from .exceptions import ImproperlyDefined
 from .toolkit import Tool, ToolContext, ToolSource, assistants, check_extras
 from .toolkit import tools as tool_registry
+from .usage import UsageLimit, parse_limits
 
 if TYPE_CHECKING:
     from .engine import Listener, OutputSpec, Stepper, TurnResult
@@ -47,6 +48,8 @@ class Assistant:
     argument_extras: ClassVar[type[BaseModel] | None] = None
     # MCP servers whose tools join this assistant's (``toolcalling.mcp.MCPServer``); listed when a turn starts.
     mcp_servers: ClassVar[list[ToolSource]] = []
+    # Usage limits of this assistant's turns, on top of TOOLCALLING["USAGE_LIMITS"]; see get_usage_limits.
+    usage_limits: ClassVar[list[dict[str, Any] | UsageLimit]] = []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -65,6 +68,7 @@ class Assistant:
             cls.name = cls.id.replace("_", " ").replace("-", " ").capitalize()
         if cls.memory not in MEMORY_POLICIES:
             raise ImproperlyDefined(f"Assistant {cls.__qualname__!r}: memory must be one of {MEMORY_POLICIES}.")
+        parse_limits(cls.usage_limits, f"Assistant {cls.__qualname__!r}: usage_limits")
         # Tools named by string may not be registered yet; the turn checks those when it starts.
         check_extras(cls.argument_extras, [t for t in cls.tools if isinstance(t, Tool)], cls.__qualname__)
         assistants.register(cls)
@@ -103,6 +107,11 @@ class Assistant:
             offered += found
             taken.update(t.name for t in found)
         return offered
+
+    def get_usage_limits(self, ctx: ToolContext) -> list[dict[str, Any] | UsageLimit]:
+        """The limits of this user's turns with this assistant, on top of ``TOOLCALLING["USAGE_LIMITS"]``
+        (which always apply). Override for per-user policy, e.g. more tokens for paying customers."""
+        return list(self.usage_limits)
 
     def get_hooks(self) -> list[Any]:
         return [*toolcalling_settings.HOOKS, *self.hooks]

@@ -52,6 +52,29 @@ def check_assistants(app_configs: Any = None, **kwargs: Any) -> list[checks.Chec
 
 
 @checks.register("toolcalling")
+def check_usage_limits(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    from .conf import toolcalling_settings as s
+    from .exceptions import ImproperlyDefined
+    from .usage import parse_limits
+
+    try:
+        limits = s.USAGE_LIMITS
+    except ImproperlyConfigured:
+        return []  # reported by check_settings
+    try:
+        parse_limits(limits, 'TOOLCALLING["USAGE_LIMITS"]')
+    except ImproperlyDefined as exc:
+        return [
+            checks.Error(
+                str(exc),
+                hint='Write each limit like {"tokens": 200_000, "per": "user", "period": "day"}.',
+                id="toolcalling.E005",
+            )
+        ]
+    return []
+
+
+@checks.register("toolcalling")
 def check_model_endpoint(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     from .conf import toolcalling_settings as s
 

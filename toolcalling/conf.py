@@ -31,6 +31,8 @@ DEFAULTS: dict[str, Any] = {
     "ON_LIMIT_EXCEEDED": "return_error",
     "TOOL_ERRORS": "return_to_model",
     "HOOKS": [],  # dotted paths or hook instances run for every assistant
+    # Usage limits across turns, e.g. {"tokens": 200_000, "per": "user", "period": "day"} (see toolcalling.usage).
+    "USAGE_LIMITS": [],
     # Input limits of the API.
     "MAX_MESSAGE_LENGTH": 20_000,
     # Approval.

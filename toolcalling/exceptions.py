@@ -88,6 +88,14 @@ class AssistantUnavailable(APIError):
     default_detail = _("The assistant of this conversation no longer exists.")
 
 
+class NotRunning(APIError):
+    """Stop was asked for, but no turn of the conversation is running."""
+
+    status_code = http.HTTP_409_CONFLICT
+    default_code = "not_running"
+    default_detail = _("No turn of this conversation is running.")
+
+
 class AlreadyDecided(APIError):
     """The tool call is no longer waiting for a decision (another approver, the user or expiry came first)."""
 
@@ -157,6 +165,30 @@ class ModelCallLimitExceeded(TurnError):
     """The model was asked ``MAX_MODEL_CALLS`` times in one turn without giving a final answer."""
 
     default_code = "model_call_limit_exceeded"
+
+
+class UsageLimitExceeded(TurnError):
+    """A usage limit (``USAGE_LIMITS``, an assistant's ``usage_limits``) is reached for its period.
+
+    A new message is refused before it is stored; a turn that reaches the limit before its next model call
+    ends with this error. ``wait`` is the number of seconds until the period ends (the ``Retry-After``
+    header) and ``limit`` describes the limit that was hit (the error body's ``limit``)."""
+
+    status_code = http.HTTP_429_TOO_MANY_REQUESTS
+    default_code = "usage_limit_exceeded"
+    default_detail = _("A usage limit is reached. Try again when it resets.")
+
+    def __init__(
+        self,
+        detail: Any = None,
+        *,
+        status: str | None = None,
+        wait: int | None = None,
+        limit: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(detail, status=status)
+        self.wait = wait
+        self.limit: dict[str, Any] = limit or {}
 
 
 class ToolExecutionError(TurnError):

@@ -52,6 +52,8 @@ class TurnView:
     """How often the model was asked in this turn so far."""
     stream: bool = False
     """Whether the model's answers are streamed (``delta`` events)."""
+    stopped: bool = False
+    """Whether the turn ended because its owner stopped it (``POST conversations/{id}/stop/``)."""
 
 
 class Hook:

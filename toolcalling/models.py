@@ -46,6 +46,13 @@ class Conversation(models.Model):
         verbose_name=_("turn token"),
         help_text=_("The claim of the running turn; every write of that turn is conditional on still holding it."),
     )
+    stop_requested_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        editable=False,
+        verbose_name=_("stop requested at"),
+        help_text=_("When the owner asked the running turn to stop; it stops at its next step, in any process."),
+    )
     state = models.JSONField(
         default=dict,
         blank=True,
@@ -239,3 +246,56 @@ class ToolCall(models.Model):
             "type": "function",
             "function": {"name": self.name, "arguments": self.raw_arguments or "{}"},
         }
+
+
+class UsageCounter(models.Model):
+    """What one scope (a user, an assistant, the site, a tenant) used in one calendar period: the rows usage
+    limits are checked against. Turns add to them with ``F()`` increments, so every process counts into one row."""
+
+    class Period(models.TextChoices):
+        HOUR = "hour", _("Hour")
+        DAY = "day", _("Day")
+        MONTH = "month", _("Month")
+
+    id = models.BigAutoField(primary_key=True)
+    scope = models.CharField(
+        max_length=200,
+        verbose_name=_("scope"),
+        help_text=_("user, assistant, site, or the name of a site-defined scope such as a tenant."),
+    )
+    key = models.CharField(
+        max_length=200,
+        blank=True,
+        verbose_name=_("key"),
+        help_text=_("Who in the scope: the user's id, the assistant's id, the tenant's key; empty for the site."),
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        verbose_name=_("user"),
+        help_text=_("The user, on rows of the user scope."),
+    )
+    period = models.CharField(max_length=10, choices=Period.choices, verbose_name=_("period"))
+    period_start = models.DateTimeField(
+        verbose_name=_("period start"), help_text=_("The start of the calendar period, in the site's time zone.")
+    )
+    tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens"))
+    turns = models.PositiveBigIntegerField(default=0, verbose_name=_("turns"))
+    tool_calls = models.PositiveBigIntegerField(default=0, verbose_name=_("tool calls"))
+    updated_at = models.DateTimeField(null=True, blank=True, verbose_name=_("updated at"))
+
+    class Meta:
+        verbose_name = _("usage counter")
+        verbose_name_plural = _("usage counters")
+        ordering = ["-period_start", "-tokens"]
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "key", "period", "period_start"], name="toolcalling_usage_unique")
+        ]
+        indexes = [models.Index(fields=["period", "period_start", "scope"], name="toolcalling_usage_period_idx")]
+
+    def __str__(self) -> str:
+        who = f"{self.scope} {self.key}" if self.key else self.scope
+        return f"{who}, {self.period} from {self.period_start:%Y-%m-%d %H:%M}"

@@ -5,7 +5,7 @@ Include them with ``path("api/toolcalling/", include("toolcalling.urls"))``."""
 from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
-from .api import streams, views
+from .api import streams, usage, views
 from .mcp import MCPView
 
 app_name = "toolcalling"
@@ -18,6 +18,7 @@ urlpatterns = [
     path("assistants/", views.AssistantListView.as_view(), name="assistant-list"),
     path("conversations/<uuid:pk>/messages/", views.MessageListView.as_view(), name="conversation-messages"),
     path("conversations/<uuid:pk>/events/", streams.ConversationEventsView.as_view(), name="conversation-events"),
+    path("usage/", usage.UsageView.as_view(), name="usage"),
     path("mcp/<str:assistant_id>/", MCPView.as_view(), name="mcp"),
     path("", include(router.urls)),
     # Last: what is left under the resources (ending in "/", so APPEND_SLASH still redirects) is a JSON 404.

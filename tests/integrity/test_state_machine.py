@@ -1,7 +1,7 @@
 """A stateful property test: random interleavings of everything that can happen to conversations — turns posted
-plainly, streamed or in the background, renames, deletes, decisions, cancels, task redeliveries, workers that
-die, turns that die and are taken over — against the strict model server. After every step it checks that no
-conversation was corrupted (see ``check``)."""
+plainly, streamed or in the background, renames, deletes, decisions, cancels, stops, task redeliveries, workers
+that die, turns that die and are taken over, a usage limit running out — against the strict model server. After
+every step it checks that no conversation was corrupted (see ``check``)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from tests.approvalapp.models import Counter
 from toolcalling import approval
 from toolcalling.engine import ModelReply, RequestedCall, Usage
 from toolcalling.engine._storage import Ledger, claim
-from toolcalling.models import Conversation, Message, ToolCall
+from toolcalling.models import Conversation, Message, ToolCall, UsageCounter
 from toolcalling.testing import Reply
 from toolcalling.testing import ToolCall as ScriptedCall
 from toolcalling.testutils import override_model
@@ -40,7 +40,11 @@ from toolcalling.testutils import override_model
 from .conftest import answers_per_call, history_problems, post_turn
 
 SCRIPTS = ["plain", "add", "bump", "mixed", "dup", "noid", "malformed", "error", "surrogate"]
-INTERFERENCES = [None, "rename", "delete", "takeover", "approve_other", "reject_other"]
+INTERFERENCES = [None, "rename", "delete", "takeover", "approve_other", "reject_other", "stop"]
+# The machine's user may have the model ask for this many tool calls a day; a run of 30 steps often reaches it,
+# before a message (refused) or within a turn (which then fails).
+TOOL_CALL_LIMIT = 5
+LIMITS = [{"tool_calls": TOOL_CALL_LIMIT, "per": "user", "period": "day"}]
 FINAL = {"succeeded", "failed", "rejected", "cancelled", "expired"}
 PENDING = {"awaiting_approval", "approved", "running"}
 STATS: Tally[str] = Tally()  # what the runs explored, printed at the end for the closing figures
@@ -100,6 +104,7 @@ class ConversationMachine(RuleBasedStateMachine):
         # Each run starts from an empty site, so a run replays the same way when hypothesis shrinks it.
         Conversation.objects.all().delete()
         Counter.objects.all().delete()
+        UsageCounter.objects.all().delete()
         self.chaos: Chaos = CHAOS
         self.chaos.interference = None
         self.posted: list[tuple[str, str]] = []  # (conversation id, content) of every message a turn accepted
@@ -141,11 +146,14 @@ class ConversationMachine(RuleBasedStateMachine):
         status, answer = post_turn(self.client(ALICE), conversation, content, mode)
         self.chaos.interference = None
         assert status != 500, answer
-        if status in (200, 201, 202, 409, 422, 502) and self.stored(conversation, content):
+        if status in (200, 201, 202, 409, 422, 429, 502) and self.stored(conversation, content):
             self.posted.append((conversation, content))
             self.dead.discard(conversation)  # a new turn took over, if one had died
         if status == 409 and not isinstance(answer, list):
             assert answer["code"] in ("conversation_busy", "turn_interrupted"), answer
+        if status == 429:
+            assert answer["code"] == "usage_limit_exceeded", answer
+            STATS["limit:mid_turn" if self.stored(conversation, content) else "limit:refused"] += 1
 
     def interfere(self, kind: str, conversation: str) -> Any:
         def run() -> None:
@@ -157,6 +165,9 @@ class ConversationMachine(RuleBasedStateMachine):
                     204,
                     404,
                 )
+            elif kind == "stop":  # the user presses Stop while the model answers
+                response = self.client(ALICE).post(f"/api/toolcalling/conversations/{conversation}/stop/")
+                assert response.status_code in (202, 404, 409), response.content
             elif kind == "takeover":
                 Conversation.objects.filter(pk=conversation).update(updated_at=timezone.now() - timedelta(hours=1))
                 content = f"plain {next(self.serial)}"
@@ -198,6 +209,19 @@ class ConversationMachine(RuleBasedStateMachine):
         STATS["cancel"] += 1
         response = self.client(ALICE).post(f"/api/toolcalling/conversations/{conversation}/cancel/")
         assert response.status_code in (200, 404, 409), response.content
+
+    @rule(conversation=conversations)
+    def stop(self, conversation: str) -> None:
+        """Stop between turns: nothing runs (409), or a turn died: ended now if it went quiet long enough (idle),
+        else the request waits for a turn that will never hear it, until the conversation goes quiet (running)."""
+        STATS["stop"] += 1
+        response = self.client(ALICE).post(f"/api/toolcalling/conversations/{conversation}/stop/")
+        assert response.status_code in (202, 404, 409), response.content
+        if response.status_code == 202:
+            assert conversation in self.dead, "a stop found a running turn, but none runs"
+            if response.json()["status"] == "idle":
+                STATS["stop:took_over"] += 1
+                self.dead.discard(conversation)
 
     @rule(conversation=conversations)
     def rename(self, conversation: str) -> None:
@@ -275,6 +299,8 @@ class ConversationMachine(RuleBasedStateMachine):
                 assert history_problems(key) == []
             if conversation.status == "running":
                 assert key in self.dead, "a conversation is running with no live turn"
+            else:
+                assert conversation.stop_requested_at is None, "a stop request outlived its turn"
             for call in calls.values():
                 if call.name == "bump":
                     value = Counter.objects.filter(name=call.arguments.get("name")).values_list("value", flat=True)
@@ -285,6 +311,9 @@ class ConversationMachine(RuleBasedStateMachine):
         for conversation, content in self.posted:
             if Conversation.objects.filter(pk=conversation).exists():
                 assert self.stored(conversation, content), f"the user's message {content!r} was lost"
+        # A model call starts only while the count is under the limit, and one answer asks for at most two calls.
+        counted = UsageCounter.objects.filter(scope="user", period="day").values_list("tool_calls", flat=True)
+        assert all(n <= TOOL_CALL_LIMIT + 1 for n in counted), f"the tool call limit was overrun: {list(counted)}"
 
 
 CHAOS = Chaos()
@@ -296,7 +325,7 @@ APPROVER: Any = None
 def test_no_interleaving_corrupts_a_conversation(alice, approver):
     global ALICE, APPROVER
     ALICE, APPROVER = alice, approver
-    with override_model(CHAOS):
+    with override_model(CHAOS, USAGE_LIMITS=LIMITS):
         run_state_machine_as_test(
             ConversationMachine,
             settings=settings(

@@ -1,15 +1,19 @@
-"""Fixtures for streaming tests: a conversation, and a real redis-server of their own for the event stream."""
+"""Fixtures for streaming tests: a conversation, a real redis-server of their own for the event stream, and a
+real Celery worker whose events reach this process through it."""
 
 import os
 from collections.abc import Iterator
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from django.test import override_settings
 
 from tests import services
+from tests.celery_app import app as celery_app
 from toolcalling import streaming as events
 from toolcalling.models import Conversation
+from toolcalling.testing import ScriptedModel
 
 # A private redis-server on a free port (or TOOLCALLING_TEST_EVENTS_REDIS_PORT), so two test runs on
 # one machine, or the approval tests' server, never share streams or a broker.
@@ -38,3 +42,47 @@ def redis_events(redis_url, model, monkeypatch) -> Iterator[str]:
     with override_settings(TOOLCALLING={**settings.TOOLCALLING, "EVENTS_REDIS_URL": None}):
         assert isinstance(events.get_backend(), events.RedisBackend)
         yield redis_url
+
+
+# A worker per test module that asks for one (module scope): it starts once and serves that module's tests.
+
+
+@pytest.fixture(scope="module")
+def board() -> Iterator[tuple[services.Switchboard, str]]:
+    with services.switchboard_server() as switchboard:
+        yield switchboard
+
+
+@pytest.fixture(scope="module")
+def worker_process(redis_url, board, django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[None]:
+    """A Celery worker of the test site on its own broker, its events going to the same Redis."""
+    log = tmp_path_factory.mktemp("stream-worker") / "worker.log"
+    with django_db_blocker.unblock():
+        db_name = str(connection.settings_dict["NAME"])
+    env = {
+        "CELERY_BROKER_URL": BROKER_URL,
+        "CELERY_RESULT_BACKEND": BROKER_URL,
+        "TOOLCALLING_TEST_EVENTS_REDIS_URL": redis_url,
+    }
+    options = ("--pool=threads", "--concurrency=2", "--hostname", "streaming-tests@%h")
+    process = services.start_worker(log, *options, db_name=db_name, base_url=board[1], env=env)
+    try:
+        services.wait_for_worker(process, log)
+        yield
+    finally:
+        services.stop_worker(process, log)
+
+
+@pytest.fixture
+def on_worker(worker_process, board, redis_events, transactional_db) -> Iterator[ScriptedModel]:
+    """Tasks go to the worker; this process and the worker ask the same scripted model."""
+    switchboard, base_url = board
+    switchboard.current = scripted = ScriptedModel()
+    merged = {**settings.TOOLCALLING, "BASE_URL": base_url, "API_KEY": "test-key", "MAX_RETRIES": 0}
+    merged["EVENTS_KEEPALIVE"] = 0.5  # streams whose reader left notice it soon, before Redis stops
+    try:
+        with services.celery_conf(celery_app, task_always_eager=False, broker_url=BROKER_URL):
+            with override_settings(TOOLCALLING=merged):
+                yield scripted
+    finally:
+        switchboard.current = ScriptedModel()

@@ -96,3 +96,18 @@ def get_events(
 
 def is_turn_end(event: SSEEvent) -> bool:
     return event.type == "turn_end"
+
+
+def follow_until(base: str, conversation_id: Any, after: int, *types: str) -> Stream:
+    """Read the events endpoint until an event of each of ``types`` has arrived."""
+    url = f"{base}/api/toolcalling/conversations/{conversation_id}/events/"
+    wanted = set(types)
+
+    def seen_all(event: Any) -> bool:
+        wanted.discard(event.type)
+        return not wanted
+
+    with httpx2.Client(auth=AUTH, timeout=60) as client:
+        with client.stream("GET", url, params={"after": after}, headers=SSE) as response:
+            assert response.status_code == 200
+            return parse(response.iter_lines(), Stream(), stop=seen_all)

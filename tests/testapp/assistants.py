@@ -14,3 +14,22 @@ class HelperAssistant(Assistant):
 
     def get_context_extra(self, user: Any, conversation: Any) -> dict[str, Any]:
         return {"tenant": "acme"}
+
+
+class SlowAssistant(Assistant):
+    """For stopping turns: a tool that runs until the test releases it."""
+
+    id = "slow"
+    name = "Slow"
+    instructions = "You run slow jobs."
+    tools = ["add", "wait_for_release", "delete_everything"]
+
+
+class BudgetAssistant(Assistant):
+    """A limit of its own, defined in code, so web and worker processes enforce the same one."""
+
+    id = "budget"
+    name = "Budget"
+    instructions = "You help within a budget."
+    tools = ["add", "delete_everything"]
+    usage_limits = [{"tokens": 1000, "per": "user", "period": "day"}]

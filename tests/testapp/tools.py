@@ -1,5 +1,7 @@
 """Tools of the test site, found by autodiscovery."""
 
+import os
+import time
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
@@ -64,3 +66,18 @@ def list_users() -> list[str]:
 def delete_everything(ctx: ToolContext, confirm: str) -> str:
     """Delete everything (gated)."""
     return f"deleted for {ctx.user.get_username()} ({confirm})"
+
+
+@tool
+def wait_for_release(marker: str) -> str:
+    """Wait until the test releases this call: writes <marker>.started, then waits for <marker>.release.
+
+    Lets a test act (stop the turn, say) while the tool runs, in this process or on a worker.
+    """
+    with open(f"{marker}.started", "w") as started:
+        started.write(str(os.getpid()))  # tells the test which process runs it
+    for _ in range(600):
+        if os.path.exists(f"{marker}.release"):
+            return "released"
+        time.sleep(0.05)
+    return "gave up waiting"

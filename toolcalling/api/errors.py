@@ -19,7 +19,7 @@ from rest_framework import parsers
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from ..exceptions import APIError, TurnError
+from ..exceptions import APIError, TurnError, UsageLimitExceeded
 from .serializers import MessageSerializer
 
 
@@ -44,6 +44,8 @@ def error_body(exc: APIError) -> dict[str, Any]:
     body: dict[str, Any] = {"detail": str(exc.detail), "code": exc.code, "status": exc.status}
     if isinstance(exc, TurnError):
         body["messages"] = MessageSerializer(exc.messages, many=True).data
+    if isinstance(exc, UsageLimitExceeded):
+        body["limit"] = exc.limit
     return body
 
 

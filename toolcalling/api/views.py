@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 
 from .. import approval
 from ..approval import can_approve
-from ..engine import Turn
+from ..engine import Turn, stop_turn
 from ..exceptions import AssistantUnavailable, InvalidArguments, NothingWaiting, NotRegistered
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
@@ -89,6 +89,13 @@ class ConversationViewSet(
             raise NothingWaiting(status=conversation.status)
         return Response({"status": conversation.status, "cancelled": ToolCallSerializer(cancelled, many=True).data})
 
+    @action(detail=True, methods=["post"])
+    def stop(self, request: Request, pk: Any = None) -> Response:
+        """Stop the running turn at its next step, in whichever process runs it (409 when none runs)."""
+        conversation = self.get_object()
+        stop_turn(conversation)
+        return Response({"status": conversation.status, "stop_requested": True}, status=status.HTTP_202_ACCEPTED)
+
 
 def own_conversation(request: Request, pk: Any) -> Conversation:
     return get_object_or_404(Conversation.objects.select_related("user"), pk=pk, user=request.user)
@@ -154,6 +161,7 @@ class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView)
         return Response(
             {
                 "status": conversation.status,
+                "stopped": turn.view.stopped,
                 "messages": MessageSerializer(messages, many=True).data,
                 "awaiting_approval": ToolCallSerializer(
                     [c for m in messages for c in m.tool_calls.all() if c.status == ToolCall.Status.AWAITING_APPROVAL],

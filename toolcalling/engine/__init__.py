@@ -7,7 +7,16 @@ from ._direct import call_directly
 from ._observers import Listener, Observers, describe_call
 from ._queue import CONTINUE_CONVERSATION, RUN_APPROVED_TOOL_CALL, RUN_TURN, enqueue
 from ._replies import ModelReply, RequestedCall, Usage
-from ._runner import Step, Stepper, TurnResult, continue_turn, conversation_for, run_claimed_turn, run_turn
+from ._runner import (
+    Step,
+    Stepper,
+    TurnResult,
+    continue_turn,
+    conversation_for,
+    run_claimed_turn,
+    run_turn,
+)
+from ._stop import stop_turn
 from ._storage import answer_call_if, close_open_calls, load_messages, set_status, to_openai
 from ._structured import OutputSpec
 from ._turn import Turn, tool_definitions
@@ -44,6 +53,7 @@ __all__ = [
     "run_tool",
     "run_turn",
     "set_status",
+    "stop_turn",
     "to_openai",
     "tool_definitions",
 ]

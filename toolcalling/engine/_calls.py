@@ -123,6 +123,12 @@ class CallPath:
         self.limits.take(call.name)
         return self._answer(call, status, text, "" if status == ToolCall.Status.SUCCEEDED else text)
 
+    def withdraw(self, call: ToolCall, text: str) -> None:
+        """Answer a call that will not run because its turn was stopped (one awaiting approval included)."""
+        message = self.ledger.answer_call(call, status=ToolCall.Status.CANCELLED, result=text, error=text, waiting=True)
+        self.record(message)
+        self.observers.answered(call)
+
     def run_approved(self, call: ToolCall, *, note: str = "") -> bool:
         """Run a call a worker moved from ``approved`` to ``running``, and answer it if it is still ``running``.
 

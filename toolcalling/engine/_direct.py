@@ -34,7 +34,7 @@ def call_directly(
     """
     conversation = conversation_for(assistant, user, None)
     turn = Turn(assistant, conversation, user=user)
-    turn.claim()
+    turn.claim(metered=False)  # no model is asked, so no usage limit counts it
     if title:
         turn.ledger.set_title_if_empty(title)
     reply = ModelReply(

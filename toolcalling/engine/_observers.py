@@ -81,7 +81,7 @@ class Observers:
         try:
             self._hooks("on_turn_end", self.view.messages, reverse=True)
             signals.turn_finished.send(self.sender, turn=self.view, messages=self.view.messages)
-            self.emit("turn_end", {"status": self.view.conversation.status})
+            self.emit("turn_end", {"status": self.view.conversation.status, "stopped": self.view.stopped})
         finally:
             telemetry.end_turn(self.span, self.view)
 

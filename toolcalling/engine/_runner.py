@@ -17,7 +17,7 @@ from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
 from . import _storage as storage
 from ._observers import Listener
-from ._turn import IDLE, Turn
+from ._turn import IDLE, STOPPED, Turn
 
 if TYPE_CHECKING:
     from ..assistant import Assistant
@@ -32,6 +32,9 @@ class TurnResult:
     conversation: Conversation
     messages: list[Message] = field(default_factory=list)
     output: BaseModel | None = None
+
+    stopped: bool = False
+    """Whether the owner stopped the turn before it finished."""
 
     @property
     def status(self) -> str:
@@ -82,7 +85,7 @@ def run_turn(
     conversation = conversation_for(assistant, user, conversation)
     turn = Turn(assistant, conversation, user=user, listeners=listeners, output_type=output_type)
     messages = turn.run(content)
-    return TurnResult(conversation=conversation, messages=messages, output=turn.output_value)
+    return TurnResult(conversation=conversation, messages=messages, output=turn.output_value, stopped=turn.view.stopped)
 
 
 class Step:
@@ -114,6 +117,7 @@ class Step:
             raise RuntimeError("This step was executed already.")
         self.executed = True
         with self.turn.guard():
+            self.turn.ledger.check_stop()  # the caller may have taken its time since the answer was stored
             ending = self.turn.run_calls(self.calls, self.decisions)
             if ending is not None:
                 self.turn.end(ending)
@@ -157,7 +161,9 @@ class Stepper:
             calls: list[ToolCall] = []
             with turn.guard():
                 calls = turn.answer()
-                if not calls:
+                if calls is None:
+                    turn.end(STOPPED)
+                elif not calls:
                     turn.end(IDLE)
             if calls and not turn.ended:
                 self.current = Step(turn, calls)
@@ -180,7 +186,10 @@ class Stepper:
     @property
     def result(self) -> TurnResult:
         return TurnResult(
-            conversation=self.conversation, messages=self.turn.new_messages, output=self.turn.output_value
+            conversation=self.conversation,
+            messages=self.turn.new_messages,
+            output=self.turn.output_value,
+            stopped=self.turn.view.stopped,
         )
 
 

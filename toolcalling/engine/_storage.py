@@ -6,6 +6,8 @@ the conversation still carries that token and is running*: a turn that lost its 
 going quiet, or the conversation deleted) writes nothing more, and the row lock that update takes orders
 a late write and a takeover one after the other. A call is answered at most once: answers are conditional
 updates of the call's status, and the database refuses a second tool message for one call id.
+
+That update also reports a stop request (see ``_stop``), and each write stores the usage the turn counted.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from django.db.models import Prefetch
 from django.utils import timezone
 
 from ..exceptions import TurnInterrupted
-from ..models import Conversation, Message, ToolCall
+from ..models import Conversation, Message, ToolCall, UsageCounter
 from ..toolkit import storable, storable_json, unique_call_ids
+from ..usage import Meter
 from . import _sql as sql
 from ._replies import ModelReply, Usage
 
@@ -46,6 +49,7 @@ def claim(
     """
     token = uuid.uuid4()
     values = {"status": RUNNING, "error": "", "turn_token": token, "updated_at": timezone.now()}
+    values["stop_requested_at"] = None  # a turn taken over may have been asked to stop; this one was not
     statuses = list(from_statuses)
     updated = statuses and sql.update(
         Conversation, set=values, where={"id": conversation.pk}, where_in=("status", statuses)
@@ -64,17 +68,21 @@ def claim(
 class Ledger:
     """The writes of one turn, each refused once the turn no longer holds its claim (``TurnInterrupted``)."""
 
-    def __init__(self, conversation: Conversation, token: uuid.UUID | None = None) -> None:
+    def __init__(self, conversation: Conversation, token: uuid.UUID | None = None, meter: Meter | None = None) -> None:
         self.conversation = conversation
         self.token = token
+        self.meter = meter  # the turn's usage counts, stored with its writes
         self.ended: str | None = None  # the status a write already ended the turn with
+        self.stopping = False  # the owner asked the turn to stop, as its last write (or check) found
 
     @contextmanager
     def write(
         self, *, usage: Usage | None = None, ending: str | None = None, error: str = "", durable: bool = True
     ) -> Iterator[None]:
         """A transaction in which this turn may write. The update that checks the claim also carries the
-        heartbeat, the tokens of a reply (``usage``) and the turn's end (``ending``), in one statement.
+        heartbeat, the tokens of a reply (``usage``) and the turn's end (``ending``), in one statement. That update
+        is also fenced by "no stop requested": only when it finds nothing does a second one tell a stop request
+        (``stopping``) from a lost claim. Last, it stores the usage the ``meter`` counted since the last write.
 
         ``durable=False`` (a tool's result, tokens of a retried answer) lets the commit return before it is
         on disk, where the database allows: the turn's next durable write (its next answer with calls, or its
@@ -87,16 +95,21 @@ class Ledger:
             tokens = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
                       "total_tokens": usage.total_tokens}  # fmt: skip
         if ending is not None:
-            values.update(status=ending, error=storable(error), turn_token=None)
+            values.update(status=ending, error=storable(error), turn_token=None, stop_requested_at=None)
         held = {"id": self.conversation.pk, "turn_token": self.token, "status": RUNNING}
         with transaction.atomic():
             if not durable and ending is None:
                 sql.relax_durability()
-            if not sql.update(Conversation, set=values, add=tokens, where=held):
-                logger.warning("a write of a turn of conversation %s was refused: the turn lost its claim",
-                               self.conversation.pk)  # fmt: skip
-                raise TurnInterrupted(status=self._status_now())
+            unstopped = {**held, "stop_requested_at": None}
+            if self.stopping or not sql.update(Conversation, set=values, add=tokens, where=unstopped):
+                if not sql.update(Conversation, set=values, add=tokens, where=held):
+                    logger.warning("a write of a turn of conversation %s was refused: the turn lost its claim",
+                                   self.conversation.pk)  # fmt: skip
+                    raise TurnInterrupted(status=self._status_now())
+                self.stopping = True
             yield
+            if self.meter is not None and self.meter.pending:  # last: the shared rows stay locked until the commit
+                self.count_usage()
         conv = self.conversation
         if usage is not None:
             conv.prompt_tokens += usage.prompt_tokens
@@ -104,6 +117,24 @@ class Ledger:
             conv.total_tokens += usage.total_tokens
         if ending is not None:
             conv.status, conv.error, conv.turn_token, self.ended = ending, error, None, ending
+
+    def count_usage(self) -> None:
+        """Add what the turn used since its last write to its usage counters, in the caller's transaction."""
+        assert self.meter is not None
+        counts, now = self.meter.pending, timezone.now()
+        added = {"tokens": counts.tokens, "turns": counts.turns, "tool_calls": counts.tool_calls}
+        sql.update(UsageCounter, set={"updated_at": now}, add=added, where={}, where_in=("id", self.meter.row_ids(now)))
+        self.meter.stored(counts)
+
+    def check_stop(self) -> bool:
+        """Whether the owner asked this turn to stop, read now (one query); ``TurnInterrupted`` if the claim is gone."""
+        if not self.stopping:
+            held = {"id": self.conversation.pk, "turn_token": self.token, "status": RUNNING}
+            found = sql.select(Conversation, ["stop_requested_at"], where=held, limit=1)
+            if not found:
+                raise TurnInterrupted(status=self._status_now())
+            self.stopping = found[0][0] is not None
+        return self.stopping
 
     def add_message(self, role: str, content: str, *, ending: str | None = None) -> Message:
         """Store a message; with ``ending``, the turn's end (that status) in the same transaction."""
@@ -174,16 +205,21 @@ class Ledger:
                 requires_approval=True, approver=call.approver, status=call.status,
             )  # fmt: skip
 
-    def answer_call(self, call: ToolCall, *, status: str, result: str, error: str = "") -> Message:
+    def answer_call(
+        self, call: ToolCall, *, status: str, result: str, error: str = "", waiting: bool = False
+    ) -> Message:
+        statuses = [*OPEN_CALL_STATUSES, ToolCall.Status.AWAITING_APPROVAL] if waiting else OPEN_CALL_STATUSES
         with self.write(durable=False):
-            message = answer_call_if(call, from_status=OPEN_CALL_STATUSES, status=status, result=result, error=error)
+            message = answer_call_if(call, from_status=statuses, status=status, result=result, error=error)
             if message is None:
                 raise TurnInterrupted(f"The call {call.call_id} was answered by someone else.")
             return message
 
-    def close_open_calls(self, reason: str, *, started: Iterable[int] | None = ()) -> list[Message]:
+    def close_open_calls(
+        self, reason: str, *, started: Iterable[int] | None = (), waiting: bool = False
+    ) -> list[Message]:
         with self.write(durable=False):  # the turn's end follows
-            return close_open_calls(self.conversation, reason, started=started)
+            return close_open_calls(self.conversation, reason, started=started, waiting=waiting)
 
     def set_status(self, status: str, error: str = "") -> None:
         """Store how the turn ended; the claim ends with it. Nothing to do if a write already ended it so."""
@@ -203,7 +239,7 @@ def set_status(conversation: Conversation, status: str, error: str = "") -> None
     """Set a conversation's status outside any turn (a background turn that could not start, say)."""
     conversation.status, conversation.error = status, error
     Conversation.objects.filter(pk=conversation.pk).update(
-        status=status, error=storable(error), turn_token=None, updated_at=timezone.now()
+        status=status, error=storable(error), turn_token=None, stop_requested_at=None, updated_at=timezone.now()
     )
 
 
@@ -329,16 +365,20 @@ def answer_call_if(
     return _without_calls(message)
 
 
-def close_open_calls(conversation: Conversation, reason: str, *, started: Iterable[int] | None = ()) -> list[Message]:
+def close_open_calls(
+    conversation: Conversation, reason: str, *, started: Iterable[int] | None = (), waiting: bool = False
+) -> list[Message]:
     """Answer every call that was asked for but never answered, so the stored history stays valid.
 
     A call gets its final status and its tool message together, so the open calls are exactly those still
-    ``running`` or ``approved``; waiting ones keep waiting. A running call whose tool had started
-    (``started_at``, or its id in ``started``; ``started=None``: nobody knows, as after a takeover) may have
-    done its work: it is answered ``failed`` with that said, never "not run".
+    ``running`` or ``approved``; waiting ones keep waiting, unless ``waiting`` (a stopped turn withdraws them
+    too). A running call whose tool had started (``started_at``, or its id in ``started``; ``started=None``:
+    nobody knows, as after a takeover) may have done its work: it is answered ``failed`` with that said,
+    never "not run".
     """
     known = set(started) if started is not None else None
-    open_calls = conversation.tool_calls.filter(status__in=OPEN_CALL_STATUSES).order_by("message_id", "index")
+    statuses = [*OPEN_CALL_STATUSES, ToolCall.Status.AWAITING_APPROVAL] if waiting else OPEN_CALL_STATUSES
+    open_calls = conversation.tool_calls.filter(status__in=statuses).order_by("message_id", "index")
     answers = []
     for call in open_calls:
         may_have_run = call.status == ToolCall.Status.RUNNING and (
@@ -349,7 +389,7 @@ def close_open_calls(conversation: Conversation, reason: str, *, started: Iterab
             text = f"Error: {reason} The tool may have run; whether it took effect is unknown."
         else:
             status, text = ToolCall.Status.CANCELLED, f"Not run: {reason}"
-        message = answer_call_if(call, from_status=OPEN_CALL_STATUSES, status=status, result=text, error=reason)
+        message = answer_call_if(call, from_status=statuses, status=status, result=text, error=reason)
         if message is not None:
             answers.append(message)
     return answers

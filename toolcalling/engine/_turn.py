@@ -3,6 +3,10 @@
 A turn reads top to bottom: ``claim`` the conversation → ``start`` (store the user's message, load the
 history) → ``step`` until one says how the turn ends (``ask`` the model, store its ``answer``,
 ``run_calls``) → ``end``. Each step returns what happens next; nothing watches a stored status.
+
+Two things outside the turn can end it at a step boundary: its usage limits (checked before each model call;
+the turn fails with ``UsageLimitExceeded``) and its owner's stop request (read before each model call and
+reported by each write; the step says the turn is ``stopped``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from ..exceptions import (
 from ..hooks import EndTurn, ModelRequest, TurnView
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import SEARCH_TOOL_NAME, Tool, ToolSearch, check_extras, search_enabled, with_extras
+from ..usage import Meter
 from . import _memory as memory
 from . import _sql as sql
 from . import _storage as storage
@@ -42,6 +47,8 @@ if TYPE_CHECKING:
 IDLE = Conversation.Status.IDLE
 AWAITING_APPROVAL = Conversation.Status.AWAITING_APPROVAL
 FAILED = Conversation.Status.FAILED
+STOPPED = "stopped"  # how a turn ends when its owner stopped it: the conversation is idle again
+STOPPED_REASON = "stopped by the user."
 
 
 class Turn:
@@ -66,11 +73,12 @@ class Turn:
     ) -> None:
         self.assistant = assistant
         self.conversation = conversation
-        self.ledger = storage.Ledger(conversation, token)  # token: a claim made elsewhere (a background turn)
         self.client = client or get_client()
         user = user if user is not None else conversation.user
         self.view = TurnView(assistant=assistant, conversation=conversation, user=user,
                              context=assistant.build_context(user, conversation), stream=stream)  # fmt: skip
+        self.meter = Meter.build(assistant, self.view.context)  # usage limits across turns, counted by the ledger
+        self.ledger = storage.Ledger(conversation, token, meter=self.meter)  # token: a claim made elsewhere
         self.observers = Observers(self.view, assistant.get_hooks(), listeners or [])
         self.tools: dict[str, Tool] = {t.name: t for t in assistant.get_tools(self.view.context)}
         check_extras(assistant.argument_extras, self.tools.values(), type(assistant).__qualname__)
@@ -127,17 +135,23 @@ class Turn:
             self.end(ending)
         return self.new_messages
 
-    def claim(self, *, continuing: bool = False, content: str | None = None) -> uuid.UUID:
+    def claim(self, *, continuing: bool = False, content: str | None = None, metered: bool = True) -> uuid.UUID:
         """Mark the conversation ``running`` and hold its claim; only one turn runs per conversation at a time.
 
-        ``content``, the user's message, is stored in the same transaction as the claim."""
+        ``content``, the user's message, is stored in the same transaction as the claim. A new message over a
+        usage limit is refused first, before anything is stored (``metered=False``: a client's direct tool
+        call, which no limit counts)."""
         self.continuing = continuing
+        if metered and not continuing:
+            self.meter.check(new_turn=True, status=self.conversation.status)
         with transaction.atomic():
             sql.relax_durability()  # the turn's first durable write (an answer with calls, or its end) brings it
             token = self._claim(continuing)
             if content is not None:  # the claim just made is the fence of this write
                 opening = storage.add_message(self.conversation, Message.Role.USER, content)
                 self.ledger.set_title_if_empty(" ".join(content.split())[:80])
+                self.meter.add(turns=1)
+                self.ledger.count_usage()  # the message and its count are stored together
         if content is not None:
             self.record(opening)
         return token
@@ -150,14 +164,7 @@ class Turn:
                 raise ConversationBusy("The conversation is not waiting to continue.", status=conv.status)
             return self.ledger.token
         self.ledger.token = storage.claim(conv, from_statuses=[IDLE, FAILED])
-        if self.ledger.token is not None:
-            return self.ledger.token
-        self.ledger.token = storage.claim(conv, from_statuses=[], stale_after=toolcalling_settings.STALE_TURN_TIMEOUT)
-        if self.ledger.token is not None:
-            # The turn before went quiet (its process died, or hangs): answer the calls it left open; its
-            # own late writes will be refused. Its running tools may or may not have taken effect.
-            for message in self.ledger.close_open_calls("the turn was interrupted.", started=None):
-                self.record(message)
+        if self.ledger.token is not None or self.take_over():
             return self.ledger.token
         conv.refresh_from_db(fields=["status"])
         if conv.status == AWAITING_APPROVAL:
@@ -173,10 +180,24 @@ class Turn:
             )
         raise ConversationBusy(status=conv.status)
 
+    def take_over(self) -> bool:
+        """Claim the conversation if its turn went quiet for ``STALE_TURN_TIMEOUT`` (its process died, or hangs)."""
+        self.ledger.token = storage.claim(
+            self.conversation, from_statuses=[], stale_after=toolcalling_settings.STALE_TURN_TIMEOUT
+        )
+        if self.ledger.token is None:
+            return False
+        # Answer the calls the quiet turn left open; its own late writes will be refused. Its running tools may
+        # or may not have taken effect.
+        for message in self.ledger.close_open_calls("the turn was interrupted.", started=None):
+            self.record(message)
+        return True
+
     def start(self, content: str | None) -> None:
         """Store the user's message (unless the claim did) and load the history the model will see."""
         conv = self.conversation
         if content is not None:
+            self.meter.add(turns=1)  # stored with the message
             self.record(self.ledger.add_message(Message.Role.USER, content))
             self.ledger.set_title_if_empty(" ".join(content.split())[:80])
         self.observers.turn_started()
@@ -187,15 +208,20 @@ class Turn:
     def step(self) -> str | None:
         """Ask the model once and act on its answer: the status the turn ends with, or ``None`` to go on."""
         calls = self.answer()
+        if calls is None:
+            return STOPPED
         return self.run_calls(calls) if calls else IDLE
 
-    def answer(self) -> list[ToolCall]:
+    def answer(self) -> list[ToolCall] | None:
         """Ask until the model gives an answer the turn can use; store it and return the calls it asks for.
 
         With an output type, a final answer that does not validate is sent back to the model (nothing of
         it is stored) until the assistant's ``output_retries`` are used up; then it is stored and the turn fails.
+        ``None``: the owner asked the turn to stop, so the model is not asked (again).
         """
         while True:
+            if self.ledger.check_stop():
+                return None
             reply = self.ask()
             data = None
             if self.output is not None and not reply.tool_calls:
@@ -213,11 +239,12 @@ class Turn:
             return calls
 
     def ask(self) -> ModelReply:
-        """Send the history and the offered tools to the model once."""
+        """Send the history and the offered tools to the model once, if the turn's limits leave room for it."""
         if self.view.model_calls >= toolcalling_settings.MAX_MODEL_CALLS:
             raise ModelCallLimitExceeded(
                 f"The model was asked {self.view.model_calls} times in one turn without a final answer; stopped."
             )
+        self.meter.check(new_turn=False)
         return self.observers.model_call(self.request(), self.send)
 
     def run_calls(self, calls: list[ToolCall], decided: dict[int, tuple[str, str]] | None = None) -> str | None:
@@ -226,10 +253,14 @@ class Turn:
         ``decided`` maps call ids to a ``(status, result)`` already chosen by the caller (a stepper that
         skipped or rejected them); those calls are answered with it and not run. Returns
         ``awaiting_approval`` when a call waits, ``idle`` when every call was return-direct (their results
-        are the reply), ``None`` when the model is asked again.
+        are the reply), ``stopped`` when the owner stopped the turn before a call started, ``None`` when the
+        model is asked again.
         """
         direct: list[str] = []
         for call in calls:
+            # The write that stored the answer, or the last call's result, just now reported any stop request.
+            if self.ledger.stopping:
+                return self.stop_calls(calls)
             if decided and call.pk in decided:
                 result = self.calls.answer_decided(call, *decided[call.pk])
             else:
@@ -245,11 +276,24 @@ class Turn:
             return IDLE
         return None
 
+    def stop_calls(self, calls: list[ToolCall]) -> str:
+        """The owner stopped the turn: this answer's calls not run (or waiting) are answered "stopped by the user"."""
+        for call in calls:
+            unanswered = call.status in (ToolCall.Status.RUNNING, ToolCall.Status.AWAITING_APPROVAL)
+            if unanswered and call.pk not in self.calls.started:
+                self.calls.withdraw(call, f"Not run: {STOPPED_REASON}")
+        return STOPPED
+
     def end(self, status: str, error: str = "") -> None:
-        """Store how the turn ended and tell everyone; once."""
+        """Store how the turn ended and tell everyone; once. A ``stopped`` turn leaves the conversation ``idle``."""
         if self.ended:
             return
         self.ended = True
+        if status == STOPPED:
+            self.view.stopped = True
+            for message in self.ledger.close_open_calls(STOPPED_REASON, started=self.calls.started, waiting=True):
+                self.record(message)
+            status = IDLE
         self.ledger.set_status(status, error)
         self.observers.turn_ended()
 
@@ -274,6 +318,8 @@ class Turn:
                 raise
         except TurnInterrupted as exc:
             # The claim is gone: nothing more may be written, and the stream now belongs to whoever holds it.
+            # What the turn used still counts.
+            self.meter.flush()
             self.ended = True
             self.observers.turn_abandoned(str(exc))
             exc.messages = list(self.new_messages)
@@ -311,10 +357,13 @@ class Turn:
         )
 
     def send(self, request: ModelRequest) -> ModelReply:
+        """One request over the wire; what it used is counted whatever comes next, and stored with the next write."""
         on_delta = self.observers.delta if self.view.stream else None
-        return self.client.complete(
+        reply = self.client.complete(
             model=request.model, messages=request.messages, tools=request.tools, on_delta=on_delta, **request.options
         )
+        self.meter.add(tokens=reply.usage.total_tokens, tool_calls=len(reply.tool_calls))
+        return reply
 
     def offered_tools(self) -> list[dict[str, Any]]:
         """The tool definitions for the next request: all tools, or the search tool and what it has found."""

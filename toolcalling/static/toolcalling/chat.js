@@ -77,6 +77,8 @@
       this.nextPage = null; // URL of the next page of conversations, when the site paginates
       this.pagesLoaded = 0;
       this.offline = false; // the server could not be reached; a probe runs until it can
+      this.stopRequested = false; // Stop was pressed; the turn ends at its next step
+      this.sendLabel = this.els.send.textContent;
       this.wire();
     }
 
@@ -374,7 +376,8 @@
           this.notice(this.t("turnFailed"), true);
           break;
         case "turn_end":
-          this.activity("");
+          this.activity(data.stopped ? this.els.send.dataset.stopped || "Stopped." : "");
+          this.stopRequested = false;
           this.draft = null;
           this.reload().catch((error) => this.fail(error));
           this.refreshConversations().catch(() => {});
@@ -503,8 +506,12 @@
 
     setSending(value) {
       this.sending = value;
-      // A conversation waiting for approval refuses new messages (409), so sending is not offered.
-      this.els.send.disabled = value || this.status === "awaiting_approval";
+      // While a turn runs the button stops it; a conversation waiting for approval refuses messages (409).
+      const running = this.running();
+      this.els.send.textContent = running ? this.els.send.dataset.stopLabel || "Stop" : this.sendLabel;
+      this.els.send.classList.toggle("tc-stop", running);
+      this.els.send.formNoValidate = running; // Stop works with an empty message box
+      this.els.send.disabled = running ? this.stopRequested : this.status === "awaiting_approval";
       this.els.input.setAttribute("aria-busy", String(value));
     }
 
@@ -516,6 +523,24 @@
       this.els.counter.textContent = near ? this.t("counter", { count, limit: this.maxLength }) : "";
       this.els.counter.classList.toggle("tc-error", count > this.maxLength);
       this.els.input.setAttribute("aria-invalid", String(count > this.maxLength));
+    }
+
+    // Stop -----------------------------------------------------------------------------------------
+
+    running = () => this.sending || this.status === "running";
+
+    async stop() {
+      this.stopRequested = true;
+      this.setSending(this.sending);
+      this.activity(this.els.send.dataset.stopping || "Stopping…");
+      try {
+        await this.json("POST", this.url(this.current, "stop/"));
+      } catch (error) {
+        this.stopRequested = false; // 409: it had ended already; the reload shows how
+        this.fail(error);
+        await this.reload().catch(() => {});
+      }
+      this.setSending(this.sending);
     }
 
     notice(text, isError = false) {
@@ -530,6 +555,11 @@
     wire() {
       this.els.form.addEventListener("submit", (event) => {
         event.preventDefault();
+        if (this.running()) {
+          // Only the button stops a turn; Enter while it runs does nothing.
+          if (event.submitter === this.els.send && !this.stopRequested) this.stop();
+          return;
+        }
         const content = this.els.input.value.trim();
         if (content && !this.els.send.disabled) this.send(content);
       });

@@ -1,0 +1,46 @@
+"""Helpers of the usage limit and stop tests: posting as a client would, and what a stored history looks like."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from tests.approval.conftest import approver  # noqa: F401  (a staff member who may approve calls)
+from toolcalling.engine import load_messages, to_openai
+from toolcalling.models import Conversation, UsageCounter
+from toolcalling.testing import validate_chat_request
+
+URL = "/api/toolcalling/conversations/{}/messages/"
+
+
+def post(api: APIClient, conversation_id: Any, content: str = "hi", **body: Any) -> Any:
+    return api.post(URL.format(conversation_id), {"content": content, **body}, format="json")
+
+
+def history_problems(conversation_id: Any) -> list[str]:
+    """What the strict server would refuse in the stored history (empty: the real API accepts it)."""
+    conversation = Conversation.objects.get(pk=conversation_id)
+    messages = [{"role": "system", "content": "x"}, *to_openai(load_messages(conversation))]
+    return validate_chat_request({"model": "m", "messages": messages})
+
+
+def used(scope: str, key: Any, period: str = "day") -> dict[str, int]:
+    """The current counters of one scope (zeros when nothing was counted yet)."""
+    from toolcalling.usage import window
+
+    row = UsageCounter.objects.filter(scope=scope, key=str(key), period=period, period_start=window(period)[0]).first()
+    if row is None:
+        return {"tokens": 0, "turns": 0, "tool_calls": 0}
+    return {"tokens": row.tokens, "turns": row.turns, "tool_calls": row.tool_calls}
+
+
+@pytest.fixture
+def new_conversation(api: APIClient):
+    def create(assistant: str = "helper") -> str:
+        response = api.post("/api/toolcalling/conversations/", {"assistant": assistant}, format="json")
+        assert response.status_code == 201, response.content
+        return response.json()["id"]
+
+    return create

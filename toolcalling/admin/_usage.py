@@ -1,0 +1,113 @@
+"""Usage in the admin: the counters the usage limits are checked against (read-only), and a page with this
+period's usage per user and per assistant, biggest spenders first."""
+
+from __future__ import annotations
+
+from functools import reduce
+from operator import or_
+from typing import Any
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q, QuerySet, Sum
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from .. import usage
+from ..exceptions import NotRegistered
+from ..models import UsageCounter
+from ..toolkit import assistants
+
+TOP = 20  # rows per table on the summary page
+
+
+class CurrentPeriodFilter(admin.SimpleListFilter):
+    """Only the rows of the hour, day and month we are in: what the limits are checked against now."""
+
+    title = _("period in progress")
+    parameter_name = "current"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [("yes", _("Current period"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[UsageCounter]) -> QuerySet[UsageCounter]:
+        if self.value() != "yes":
+            return queryset
+        now = timezone.now()
+        current = [Q(period=period, period_start=usage.window(period, now)[0]) for period in usage.PERIODS]
+        return queryset.filter(reduce(or_, current))
+
+
+@admin.register(UsageCounter)
+class UsageCounterAdmin(admin.ModelAdmin):
+    """The counters, read-only; deleting one gives its scope a fresh start for the rest of the period."""
+
+    list_display = ["who", "scope", "period", "period_start", "tokens", "turns", "tool_calls", "updated_at"]
+    list_filter = [CurrentPeriodFilter, "period", "scope"]
+    search_fields = ["key", "user__username"]
+    list_select_related = ["user"]
+    ordering = ["-period_start", "-tokens"]
+    readonly_fields = [f.name for f in UsageCounter._meta.fields]
+
+    @admin.display(description=_("who"), ordering="key")
+    def who(self, obj: UsageCounter) -> str:
+        return describe(obj)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_urls(self) -> list[URLPattern]:
+        summary = path(
+            "summary/", self.admin_site.admin_view(self.summary_view), name="toolcalling_usagecounter_summary"
+        )
+        return [summary, *super().get_urls()]
+
+    def summary_view(self, request: HttpRequest) -> HttpResponse:
+        """This day's and this month's usage per user (top spenders) and per assistant, and the site's limits."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        now = timezone.now()
+        periods = []
+        for period, label in (("day", _("Today")), ("month", _("This month"))):
+            start, end = usage.window(period, now)
+            users = usage.current("user", period, now)
+            periods.append(
+                {
+                    "label": label,
+                    "start": start,
+                    "end": end,
+                    "users": [(describe(row), row) for row in users.select_related("user")[:TOP]],
+                    "user_count": users.count(),
+                    "totals": users.aggregate(tokens=Sum("tokens"), turns=Sum("turns"), tool_calls=Sum("tool_calls")),
+                    "assistants": [(describe(row), row) for row in usage.current("assistant", period, now)],
+                }
+            )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("Usage this period"),
+            "opts": self.model._meta,
+            "periods": periods,
+            "limits": [limit.describe() for limit in usage.site_limits()],
+            "top": TOP,
+        }
+        return TemplateResponse(request, "admin/toolcalling/usagecounter/usage_summary.html", context)
+
+
+def describe(row: UsageCounter) -> str:
+    """Who a counter is for, as staff know them: the user's name, the assistant's name, "site" or the key."""
+    if row.scope == "user" and row.user is not None:
+        return row.user.get_username()
+    if row.scope == "assistant":
+        try:
+            return str(assistants.get(row.key).name)
+        except NotRegistered:
+            return row.key
+    if row.scope == "site":
+        return str(_("the site"))
+    return row.key

@@ -1,0 +1,217 @@
+"""A turn's usage limits and counters: checked before the turn calls the model, added to after it did.
+
+The counters are aggregate rows, one per scope, key and calendar period (``UsageCounter``). Adding to them is
+an ``UPDATE ... SET tokens = tokens + n`` of every row the usage counts in, so turns in web and worker
+processes count into the same rows, and a check reads a few rows, never the messages.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.db.models import F, QuerySet
+from django.utils import formats, timezone
+from django.utils.timesince import timeuntil
+from django.utils.translation import gettext as _
+
+from ..exceptions import UsageLimitExceeded
+from ._limits import UsageLimit, parse_limits, site_limits, window
+
+if TYPE_CHECKING:
+    from ..assistant import Assistant
+    from ..models import UsageCounter
+    from ..toolkit import ToolContext
+
+# Kept for every turn, limits or not, so the admin can show usage per user and per assistant.
+ALWAYS_COUNTED = (("user", "day"), ("user", "month"), ("assistant", "day"), ("assistant", "month"))
+MAX_KEY_LENGTH = 200
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Amounts counted together."""
+
+    tokens: int = 0
+    turns: int = 0
+    tool_calls: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.tokens or self.turns or self.tool_calls)
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A counter row without its period start: what is counted for whom, per which period."""
+
+    scope: str
+    key: str
+    period: str
+    user_id: Any = None
+
+    def row(self, now: datetime.datetime) -> tuple[str, str, str, datetime.datetime]:
+        return self.scope, self.key, self.period, window(self.period, now)[0]
+
+
+class Meter:
+    """The limits that apply to one user's turns with one assistant, with their scope keys resolved."""
+
+    def __init__(self, limits: Iterable[tuple[UsageLimit, str]], counted: Iterable[Counted]) -> None:
+        self.limits = list(limits)
+        self.counted = list(dict.fromkeys(counted))
+        self.pending = Usage()  # counted, not yet stored (see ``add`` and ``flush``)
+        self._ids: tuple[tuple, list[int]] | None = None  # the counter rows of the current periods, found once
+
+    @classmethod
+    def build(cls, assistant: Assistant, ctx: ToolContext) -> Meter:
+        """The site's ``USAGE_LIMITS`` and the assistant's own limits, for the user of ``ctx``."""
+        own = parse_limits(list(assistant.get_usage_limits(ctx)), f"{type(assistant).__qualname__}.usage_limits")
+        assistant_id = assistant.id or ""
+        limits = []
+        for limit in [*site_limits(), *own]:
+            key = scope_key(limit, ctx, assistant_id)
+            if key is not None:  # a callable scope that does not apply to this user
+                limits.append((limit, key))
+        user_id = getattr(ctx.user, "pk", None)
+        keys = {"user": str(user_id) if user_id is not None else None, "assistant": assistant_id}
+        counted = [Counted(scope, keys[scope], period) for scope, period in ALWAYS_COUNTED if keys[scope] is not None]
+        counted += [Counted(limit.scope, key, limit.period) for limit, key in limits]
+        # Rows of the user scope name the user too, so the admin can show and filter them by user.
+        return cls(limits, [Counted(c.scope, c.key, c.period, user_id if c.scope == "user" else None) for c in counted])
+
+    # Before a model call ----------------------------------------------------------------------------
+
+    def check(self, *, new_turn: bool, status: str | None = None) -> None:
+        """Raise ``UsageLimitExceeded`` if a limit has no room left: for a new message every limit, before a
+        model call within a turn the ``tokens`` and ``tool_calls`` limits (the turn itself was counted)."""
+        limits = [(limit, key) for limit, key in self.limits if new_turn or limit.quantity != "turns"]
+        if not limits:
+            return
+        now = timezone.now()
+        rows = [Counted(limit.scope, key, limit.period).row(now) for limit, key in limits]
+        used = read_counters(rows)
+        over = []
+        for (limit, _key), row in zip(limits, rows, strict=True):
+            amount = used.get(row, {}).get(limit.quantity, 0)
+            if amount >= limit.maximum:
+                over.append((window(limit.period, now)[1], limit, amount))
+        if over:
+            # The one that lasts longest: retrying before it resets cannot succeed.
+            end, limit, amount = max(over, key=lambda item: item[0])
+            raise exceeded(limit, amount, end, now, status=status)
+
+    # After a model call -----------------------------------------------------------------------------
+
+    def add(self, *, tokens: int = 0, turns: int = 0, tool_calls: int = 0) -> None:
+        """Count usage now; the turn's next write stores it in its own transaction (see ``pending``): no commit
+        of its own, and a check before the next model call comes after that write."""
+        self.pending = Usage(self.pending.tokens + tokens, self.pending.turns + turns,
+                             self.pending.tool_calls + tool_calls)  # fmt: skip
+
+    def stored(self, counts: Usage) -> None:
+        """``counts`` of ``pending`` were added to the rows of ``row_ids`` by the caller's write."""
+        self.pending = Usage(self.pending.tokens - counts.tokens, self.pending.turns - counts.turns,
+                             self.pending.tool_calls - counts.tool_calls)  # fmt: skip
+
+    def flush(self) -> None:
+        """Store what is pending by itself, when no write of the turn is left to carry it (it lost its claim)."""
+        counts, now = self.pending, timezone.now()
+        if not counts:
+            return
+        counter_model().objects.filter(pk__in=self.row_ids(now)).update(
+            tokens=F("tokens") + counts.tokens, turns=F("turns") + counts.turns,
+            tool_calls=F("tool_calls") + counts.tool_calls, updated_at=now,
+        )  # fmt: skip
+        self.stored(counts)
+
+    def row_ids(self, now: datetime.datetime) -> list[int]:
+        """The ids of the rows the turn counts in now, found once per turn (and period): the rows nobody has
+        counted in yet are created (a race with another process is fine: the database keeps one), then read."""
+        rows = {counted.row(now): counted for counted in self.counted}
+        key = tuple(rows)
+        if self._ids is None or self._ids[0] != key:
+            UsageCounter = counter_model()
+            UsageCounter.objects.bulk_create(
+                [UsageCounter(scope=s, key=k, period=p, period_start=start, user_id=rows[(s, k, p, start)].user_id,
+                              updated_at=now) for s, k, p, start in rows],
+                ignore_conflicts=True,
+            )  # fmt: skip
+            columns = matching(rows).values_list("pk", "scope", "key", "period", "period_start")
+            self._ids = (key, [pk for pk, *row in columns if tuple(row) in rows])
+        return self._ids[1]
+
+
+def scope_key(limit: UsageLimit, ctx: ToolContext, assistant_id: str) -> str | None:
+    """Whose counter a limit counts in for this context; ``None`` when a callable scope returns ``None``."""
+    if limit.per == "user":
+        return str(getattr(ctx.user, "pk", "") or "")
+    if limit.per == "assistant":
+        return assistant_id
+    if limit.per == "site":
+        return ""
+    assert callable(limit.per)
+    value = limit.per(ctx)
+    if value is None:
+        return None
+    key = str(value)
+    if len(key) > MAX_KEY_LENGTH:  # never cut: two long keys that share a start must not share a counter
+        key = "sha256:" + hashlib.sha256(key.encode()).hexdigest()
+    return key
+
+
+def counter_model() -> type[UsageCounter]:
+    """The counters' model, imported when first used: ``Assistant`` imports this package (for its limits)
+    while Django is still loading the apps, before models can be imported."""
+    from ..models import UsageCounter
+
+    return UsageCounter
+
+
+def matching(rows: Iterable[tuple[str, str, str, datetime.datetime]]) -> QuerySet[UsageCounter]:
+    """The counters that may be ``rows``: two plain lookups, cheaper to build than an OR of four keys per row;
+    the caller picks the exact rows."""
+    rows = list(rows)
+    keys, starts = {row[1] for row in rows}, {row[3] for row in rows}
+    return counter_model().objects.filter(key__in=keys, period_start__in=starts).order_by()
+
+
+def read_counters(rows: list[tuple[str, str, str, datetime.datetime]]) -> dict[tuple, dict[str, int]]:
+    """The counters of ``rows`` in one query; a row nobody counted in yet is missing (zero)."""
+    if not rows:
+        return {}
+    wanted = set(rows)
+    values = matching(rows).values("scope", "key", "period", "period_start", "tokens", "turns", "tool_calls")
+    found = {(v["scope"], v["key"], v["period"], v["period_start"]): v for v in values}
+    return {row: v for row, v in found.items() if row in wanted}
+
+
+def exceeded(
+    limit: UsageLimit, used: int, end: datetime.datetime, now: datetime.datetime, *, status: str | None = None
+) -> UsageLimitExceeded:
+    """The error for a limit with no room left, worded for the user, with when it resets (``status``: the
+    conversation's, for the error body, when no turn started)."""
+    words = {"tokens": _("tokens"), "turns": _("messages"), "tool_calls": _("tool calls")}
+    periods = {"hour": _("hour"), "day": _("day"), "month": _("month")}
+    values = {
+        "maximum": formats.number_format(limit.maximum, force_grouping=True),
+        "quantity": words[limit.quantity],
+        "period": periods[limit.period],
+        "wait": timeuntil(end, now),
+        "scope": limit.scope,
+    }
+    sentences = {
+        "user": _("You have reached your limit of %(maximum)s %(quantity)s per %(period)s. It resets in %(wait)s."),
+        "assistant": _(
+            "This assistant has reached its limit of %(maximum)s %(quantity)s per %(period)s. It resets in %(wait)s."
+        ),
+        "site": _("This site has reached its limit of %(maximum)s %(quantity)s per %(period)s. It resets in %(wait)s."),
+    }
+    other = _("The limit of %(maximum)s %(quantity)s per %(period)s for %(scope)s is reached. It resets in %(wait)s.")
+    detail = sentences.get(limit.scope if isinstance(limit.per, str) else "", other) % values
+    described = {**limit.describe(), "used": used, "resets_at": end.isoformat()}
+    wait = max(1, math.ceil((end - now).total_seconds()))
+    return UsageLimitExceeded(detail, status=status, wait=wait, limit=described)

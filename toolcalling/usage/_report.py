@@ -1,0 +1,66 @@
+"""What usage is shown: a user's own usage and limits (``GET usage/``) and the rows of the current period for
+the admin."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from ._limits import UsageLimit, window
+from ._meter import Counted, Meter, counter_model, read_counters
+
+if TYPE_CHECKING:
+    from ..assistant import Assistant
+    from ..models import UsageCounter
+
+SHOWN_PERIODS = ("day", "month")  # counted for every user whatever the limits (see ALWAYS_COUNTED)
+
+
+def report(user: Any, assistants: Iterable[Assistant], now: datetime.datetime | None = None) -> dict[str, Any]:
+    """The user's usage in the current day and month, and every limit that applies to their turns with
+    ``assistants`` (the ones they may use), with how much of it is used. Two queries, whatever the limits."""
+    now = now or timezone.now()
+    applying: dict[tuple[UsageLimit, str], list[str]] = {}
+    for assistant in assistants:
+        meter = Meter.build(assistant, assistant.build_context(user, None))
+        for limit, key in meter.limits:
+            ids = applying.setdefault((limit, key), [])
+            if assistant.id not in ids:  # the same limit in the settings and on the assistant is one limit
+                ids.append(assistant.id or "")
+    own = {period: Counted("user", str(user.pk), period).row(now) for period in SHOWN_PERIODS}
+    rows = {(limit, key): Counted(limit.scope, key, limit.period).row(now) for limit, key in applying}
+    used = read_counters([*own.values(), *rows.values()])
+    usage = {}
+    for period, row in own.items():
+        counters = used.get(row, {})
+        usage[period] = {
+            **_period(period, now),
+            **{quantity: counters.get(quantity, 0) for quantity in ("tokens", "turns", "tool_calls")},
+        }
+    limits = []
+    for (limit, key), assistant_ids in applying.items():
+        amount = used.get(rows[(limit, key)], {}).get(limit.quantity, 0)
+        limits.append({
+            **limit.describe(),
+            "used": amount,
+            "remaining": max(0, limit.maximum - amount),
+            "exceeded": amount >= limit.maximum,
+            **_period(limit.period, now),
+            "assistants": assistant_ids,
+        })  # fmt: skip
+    return {"usage": usage, "limits": limits}
+
+
+def _period(period: str, now: datetime.datetime) -> dict[str, str]:
+    start, end = window(period, now)
+    return {"period_start": start.isoformat(), "resets_at": end.isoformat()}
+
+
+def current(scope: str, period: str, now: datetime.datetime | None = None) -> QuerySet[UsageCounter]:
+    """The counters of ``scope`` (``user``, ``assistant`` …) in the current ``period``, biggest spenders first."""
+    start = window(period, now)[0]
+    return counter_model().objects.filter(scope=scope, period=period, period_start=start).order_by("-tokens", "key")
