@@ -67,7 +67,7 @@ def check_usage_limits(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
         return [
             checks.Error(
                 str(exc),
-                hint='Write each limit like {"tokens": 200_000, "per": "user", "period": "day"}.',
+                hint=_('Write each limit like {"tokens": 200_000, "per": "user", "period": "day"}.'),
                 id="toolcalling.E005",
             )
         ]

@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class Conversation(models.Model):
@@ -248,6 +249,14 @@ class ToolCall(models.Model):
         }
 
 
+# The built-in scopes of usage limits as staff read them ("user 7", "the site"); a site-defined scope keeps its name.
+USAGE_SCOPE_LABELS = {
+    "user": pgettext_lazy("usage scope", "user"),
+    "assistant": pgettext_lazy("usage scope", "assistant"),
+    "site": pgettext_lazy("usage scope", "site"),
+}
+
+
 class UsageCounter(models.Model):
     """What one scope (a user, an assistant, the site, a tenant) used in one calendar period: the rows usage
     limits are checked against. Turns add to them with ``F()`` increments, so every process counts into one row."""
@@ -297,5 +306,10 @@ class UsageCounter(models.Model):
         indexes = [models.Index(fields=["period", "period_start", "scope"], name="toolcalling_usage_period_idx")]
 
     def __str__(self) -> str:
-        who = f"{self.scope} {self.key}" if self.key else self.scope
-        return f"{who}, {self.period} from {self.period_start:%Y-%m-%d %H:%M}"
+        scope = USAGE_SCOPE_LABELS.get(self.scope, self.scope)
+        who = f"{scope} {self.key}" if self.key else str(scope)
+        return _("%(who)s: %(period)s from %(start)s") % {
+            "who": who,
+            "period": self.get_period_display(),
+            "start": f"{self.period_start:%Y-%m-%d %H:%M}",
+        }

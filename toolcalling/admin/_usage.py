@@ -18,7 +18,7 @@ from django.utils.translation import gettext_lazy as _
 
 from .. import usage
 from ..exceptions import NotRegistered
-from ..models import UsageCounter
+from ..models import USAGE_SCOPE_LABELS, UsageCounter
 from ..toolkit import assistants
 
 TOP = 20  # rows per table on the summary page
@@ -41,20 +41,38 @@ class CurrentPeriodFilter(admin.SimpleListFilter):
         return queryset.filter(reduce(or_, current))
 
 
+class ScopeFilter(admin.SimpleListFilter):
+    """The scopes counted so far, named in the staff's language (a site-defined scope by its own name)."""
+
+    title = _("scope")
+    parameter_name = "scope"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        scopes = UsageCounter.objects.order_by("scope").values_list("scope", flat=True).distinct()
+        return [(scope, SCOPE_WORDS.get(scope, scope)) for scope in scopes]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[UsageCounter]) -> QuerySet[UsageCounter]:
+        return queryset.filter(scope=self.value()) if self.value() else queryset
+
+
 @admin.register(UsageCounter)
 class UsageCounterAdmin(admin.ModelAdmin):
     """The counters, read-only; deleting one gives its scope a fresh start for the rest of the period."""
 
-    list_display = ["who", "scope", "period", "period_start", "tokens", "turns", "tool_calls", "updated_at"]
-    list_filter = [CurrentPeriodFilter, "period", "scope"]
+    list_display = ["who", "scope_shown", "period", "period_start", "tokens", "turns", "tool_calls", "updated_at"]
+    list_filter = [CurrentPeriodFilter, "period", ScopeFilter]
     search_fields = ["key", "user__username"]
     list_select_related = ["user"]
     ordering = ["-period_start", "-tokens"]
-    readonly_fields = [f.name for f in UsageCounter._meta.fields]
+    readonly_fields = [f.name if f.name != "scope" else "scope_shown" for f in UsageCounter._meta.fields]
 
     @admin.display(description=_("who"), ordering="key")
     def who(self, obj: UsageCounter) -> str:
         return describe(obj)
+
+    @admin.display(description=_("scope"), ordering="scope")
+    def scope_shown(self, obj: UsageCounter) -> str:
+        return str(SCOPE_WORDS.get(obj.scope, obj.scope))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -93,10 +111,26 @@ class UsageCounterAdmin(admin.ModelAdmin):
             "title": _("Usage this period"),
             "opts": self.model._meta,
             "periods": periods,
-            "limits": [limit.describe() for limit in usage.site_limits()],
+            "limits": [describe_limit(limit) for limit in usage.site_limits()],
             "top": TOP,
         }
         return TemplateResponse(request, "admin/toolcalling/usagecounter/usage_summary.html", context)
+
+
+# The words of a limit's keys, for staff: "5000 tokens per day, for each user".
+QUANTITY_WORDS = {"tokens": _("tokens"), "turns": _("turns"), "tool_calls": _("tool calls")}
+PERIOD_WORDS = {"hour": _("hour"), "day": _("day"), "month": _("month")}
+SCOPE_WORDS = USAGE_SCOPE_LABELS
+
+
+def describe_limit(limit: usage.UsageLimit) -> str:
+    """One site-wide limit in a sentence; a site-defined scope (a tenant, say) is shown by its name."""
+    return str(_("%(maximum)s %(quantity)s per %(period)s, for each %(per)s")) % {
+        "maximum": limit.maximum,
+        "quantity": QUANTITY_WORDS.get(limit.quantity, limit.quantity),
+        "period": PERIOD_WORDS.get(limit.period, limit.period),
+        "per": SCOPE_WORDS.get(limit.scope, limit.scope),
+    }
 
 
 def describe(row: UsageCounter) -> str:

@@ -220,7 +220,7 @@ class ToolCallViewSet(ErrorResponses, viewsets.ReadOnlyModelViewSet):
             queryset = queryset.filter(conversation__user=self.request.user)
         wanted = self.request.query_params.get("status")
         if wanted:
-            valid = {choice for choice, _ in ToolCall.Status.choices}
+            valid = set(ToolCall.Status.values)
             statuses = [s for s in wanted.split(",") if s]
             unknown = [s for s in statuses if s not in valid]
             if unknown:

@@ -75,8 +75,13 @@ def approve(call: ToolCall, user: Any, arguments: Any = None) -> ToolCall:
             raise _already_decided(call)
         call.status, call.decided_by, call.decided_at = ToolCall.Status.APPROVED, user, now
         by_user = call.approver == ToolCall.Approver.USER
-        edited = " with edited arguments" if edit_note(call) else ""
-        log_decision(call, user, f"Confirmed by the user{edited}." if by_user else f"Approved{edited}.")
+        # The admin's history of the call, for staff (the model is told of edits by the run's note).
+        edited = bool(edit_note(call))
+        if by_user:
+            logged = _("Confirmed by the user with edited arguments.") if edited else _("Confirmed by the user.")
+        else:
+            logged = _("Approved with edited arguments.") if edited else _("Approved.")
+        log_decision(call, user, logged)
         # Sent inside the decision's transaction, so receivers (and the event stream) hear of the
         # decision before the worker, started only after commit, can report the run.
         _announce(signals.tool_call_approved, call, user=user)
@@ -97,7 +102,7 @@ def _enqueue_run_or_wait_again(call: ToolCall, user: Any) -> None:
             status=WAITING, decided_by=None, decided_at=None
         ):
             call.status, call.decided_by, call.decided_at = WAITING, None, None
-            log_decision(call, user, "Approval undone: the task queue could not be reached.")
+            log_decision(call, user, _("Approval undone: the task queue could not be reached."))
         raise TaskQueueUnavailable(
             _("The task queue could not be reached, so the call was not started; it waits for approval again."),
             status=WAITING,
@@ -113,11 +118,14 @@ def reject(call: ToolCall, user: Any, reason: str = "") -> ToolCall:
     # What the model reads says who refused, so it can answer the user accordingly.
     text = "Not run: the user declined this call." if by_user else "Not run: a staff member rejected this call."
     text += f" Reason: {reason}" if reason else ""
-    logged = "Declined by the user" if by_user else "Rejected"
     now = timezone.now()
     with transaction.atomic():
         _decide(call, ToolCall.Status.REJECTED, text, decided_by=user, decided_at=now, decision_reason=reason)
-        log_decision(call, user, f"{logged}: {reason}" if reason else f"{logged}.")
+        if reason:
+            logged = _("Declined by the user: %(reason)s") if by_user else _("Rejected: %(reason)s")
+            log_decision(call, user, logged % {"reason": reason})
+        else:
+            log_decision(call, user, _("Declined by the user.") if by_user else _("Rejected."))
         _announce(signals.tool_call_rejected, call, user=user, reason=reason)
     return call
 
@@ -142,11 +150,11 @@ def cancel_waiting(conversation: Conversation, user: Any) -> list[ToolCall]:
                 continue_after=False,
                 decided_by=user,
                 decided_at=timezone.now(),
-                decision_reason="Cancelled by the user.",
+                decision_reason=_("Cancelled by the user."),
             )
         except AlreadyDecided:
             continue
-        log_decision(call, user, "Cancelled by the user.")
+        log_decision(call, user, _("Cancelled by the user."))
         cancelled.append(call)
         _announce(signals.tool_call_cancelled, call, user=user)
     if not pending(conversation).exists():
@@ -171,7 +179,7 @@ def expire(now: datetime | None = None) -> list[ToolCall]:
                 ToolCall.Status.EXPIRED,
                 f"Not run: {who} within {_duration(timeout)}, so the request expired.",
                 decided_at=timezone.now(),
-                decision_reason="Expired.",
+                decision_reason=_("Expired."),
             )
         except AlreadyDecided:
             continue
@@ -214,7 +222,7 @@ def _decide(call: ToolCall, status: str, text: str, *, continue_after: bool = Tr
 
 def _already_decided(call: ToolCall) -> AlreadyDecided:
     status = ToolCall.objects.filter(pk=call.pk).values_list("status", flat=True).first() or "deleted"
-    label = dict(ToolCall.Status.choices).get(status, status)
+    label = dict(ToolCall.Status.choices).get(status, _("deleted"))
     return AlreadyDecided(
         _("This tool call was already decided: it is %(status)s.") % {"status": str(label).lower()}, status=status
     )

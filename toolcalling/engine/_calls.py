@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from pydantic import BaseModel
 
 from ..conf import toolcalling_settings
@@ -91,7 +92,7 @@ class CallPath:
         over = self.limits.take(call.name)
         if over is not None:
             if toolcalling_settings.ON_LIMIT_EXCEEDED == "raise":
-                raise ToolCallLimitExceeded(f"Tool call limit exceeded: {over}.")
+                raise ToolCallLimitExceeded(_("Tool call limit exceeded: %(limit)s.") % {"limit": over})
             return self._answer(call, ToolCall.Status.FAILED, f"Error: not run, the limit is {over}.")
         tool = self.tools.get(call.name)
         if tool is None:

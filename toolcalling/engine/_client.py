@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 import openai
 from django.utils.module_loading import import_string
+from django.utils.translation import gettext as _
 
 from ..conf import OFFLINE_CLIENT_FACTORY, toolcalling_settings
 from ..exceptions import ModelError
@@ -47,13 +48,14 @@ class ModelClient:
             response = self.client.post("/chat/completions", body=body, options=request, cast_to=httpx2.Response)
             return reply_from_completion(parse_json(response.content), model)
         except openai.APIStatusError as exc:
-            raise ModelError(f"The model endpoint answered {exc.status_code}: {_api_message(exc)}") from exc
+            values = {"status": exc.status_code, "message": _api_message(exc)}
+            raise ModelError(_("The model endpoint answered %(status)s: %(message)s") % values) from exc
         except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
-            raise ModelError("The model endpoint did not answer in time.") from exc
+            raise ModelError(_("The model endpoint did not answer in time.")) from exc
         except (openai.APIConnectionError, httpx2.TransportError) as exc:
-            raise ModelError(f"Could not reach the model endpoint: {exc}") from exc
+            raise ModelError(_("Could not reach the model endpoint: %(error)s") % {"error": exc}) from exc
         except openai.OpenAIError as exc:
-            raise ModelError(f"The model request failed: {exc}") from exc
+            raise ModelError(_("The model request failed: %(error)s") % {"error": exc}) from exc
 
     def _stream(self, body: dict[str, Any], request: RequestOptions, on_delta: DeltaCallback) -> ModelReply:
         """Stream an answer; a server that answers with one JSON completion instead is read as such."""

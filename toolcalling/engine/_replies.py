@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from ..exceptions import ModelError
 
 
@@ -47,7 +49,8 @@ DeltaCallback = Callable[[str], None]
 
 
 def invalid(problem: str) -> ModelError:
-    return ModelError(f"The model endpoint answered something that is not a valid completion: {problem}.")
+    text = _("The model endpoint answered something that is not a valid completion: %(problem)s.")
+    return ModelError(text % {"problem": problem})
 
 
 def parse_json(raw: bytes | str) -> Any:
@@ -168,7 +171,7 @@ def _raise_error_body(data: dict[str, Any]) -> None:
     error = data.get("error")
     if error and not data.get("choices"):
         message = error.get("message") if isinstance(error, dict) else error
-        raise ModelError(f"The model endpoint answered with an error: {message}")
+        raise ModelError(_("The model endpoint answered with an error: %(message)s") % {"message": message})
 
 
 def _call(item: Any, where: str) -> RequestedCall:

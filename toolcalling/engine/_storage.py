@@ -22,6 +22,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Prefetch
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from ..exceptions import TurnInterrupted
 from ..models import Conversation, Message, ToolCall, UsageCounter
@@ -212,7 +213,7 @@ class Ledger:
         with self.write(durable=False):
             message = answer_call_if(call, from_status=statuses, status=status, result=result, error=error)
             if message is None:
-                raise TurnInterrupted(f"The call {call.call_id} was answered by someone else.")
+                raise TurnInterrupted(_("The call %(id)s was answered by someone else.") % {"id": call.call_id})
             return message
 
     def close_open_calls(

@@ -161,7 +161,7 @@ class Turn:
         if continuing:
             self.ledger.token = storage.claim(conv, from_statuses=[AWAITING_APPROVAL])
             if self.ledger.token is None:
-                raise ConversationBusy("The conversation is not waiting to continue.", status=conv.status)
+                raise ConversationBusy(_("The conversation is not waiting to continue."), status=conv.status)
             return self.ledger.token
         self.ledger.token = storage.claim(conv, from_statuses=[IDLE, FAILED])
         if self.ledger.token is not None or self.take_over():
@@ -242,7 +242,8 @@ class Turn:
         """Send the history and the offered tools to the model once, if the turn's limits leave room for it."""
         if self.view.model_calls >= toolcalling_settings.MAX_MODEL_CALLS:
             raise ModelCallLimitExceeded(
-                f"The model was asked {self.view.model_calls} times in one turn without a final answer; stopped."
+                _("The model was asked %(count)d times in one turn without a final answer; stopped.")
+                % {"count": self.view.model_calls}
             )
         self.meter.check(new_turn=False)
         return self.observers.model_call(self.request(), self.send)
@@ -314,7 +315,7 @@ class Turn:
                 exc.status, exc.messages = self.conversation.status, list(self.new_messages)
                 raise
             except BaseException:
-                self.fail("The turn stopped on an internal error.")
+                self.fail(_("The turn stopped on an internal error."))
                 raise
         except TurnInterrupted as exc:
             # The claim is gone: nothing more may be written, and the stream now belongs to whoever holds it.
