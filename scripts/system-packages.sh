@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the test suite drives for real (Redis, Chromium, PostgreSQL) when they are missing.
+# Installs the Debian packages the test suite drives for real (Redis, Chromium, PostgreSQL, gettext) when they are missing.
 set -euo pipefail
 missing=()
 [ -x /usr/bin/redis-server ] || missing+=(redis-server)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+# The translation tests run makemessages over the app to find strings the catalogs lack (xgettext, msgmerge).
+[ -x /usr/bin/xgettext ] || missing+=(gettext)
 # The suite runs its own throwaway cluster with Debian's initdb and postgres (not on PATH); no service is used.
 compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || missing+=(postgresql)
 [ ${#missing[@]} -eq 0 ] && exit 0

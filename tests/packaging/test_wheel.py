@@ -8,7 +8,7 @@ import textwrap
 import zipfile
 
 import toolcalling
-from tests.packaging.conftest import ROOT, build, copy_source
+from tests.packaging.conftest import ROOT
 
 SITE = textwrap.dedent(
     """
@@ -35,6 +35,10 @@ SITE = textwrap.dedent(
     from toolcalling.models import ToolCall
     print("LOADED FROM", toolcalling.__file__)
     print("MIGRATED", ToolCall.objects.count())
+    from django.utils import translation
+    for language in ("ko", "de"):
+        with translation.override(language):
+            print("TRANSLATED", language, ToolCall._meta.verbose_name_plural)
     """
 )
 
@@ -84,17 +88,10 @@ def test_twine_check_passes(dist):
     assert result.stdout.count("PASSED") == 2
 
 
-def test_translations_are_packaged(tmp_path):
-    # No catalogue is shipped yet; one added under toolcalling/locale must reach the wheel.
-    source = copy_source(tmp_path / "source")
-    catalogue = source / "toolcalling/locale/de/LC_MESSAGES"
-    catalogue.mkdir(parents=True)
-    (catalogue / "django.po").write_text('msgid ""\nmsgstr ""\n')
-    (catalogue / "django.mo").write_bytes(b"\xde\x12\x04\x95" + bytes(24))
-    build(source, tmp_path / "out", "--wheel")
-    (wheel,) = (tmp_path / "out").glob("*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"toolcalling/locale/de/LC_MESSAGES/django.po", "toolcalling/locale/de/LC_MESSAGES/django.mo"} <= names
+def test_the_korean_and_german_catalogs_are_in_the_wheel_compiled(dist):
+    names = set(zipfile.ZipFile(dist.wheel).namelist())
+    for language in ("ko", "de"):
+        assert {f"toolcalling/locale/{language}/LC_MESSAGES/django.{kind}" for kind in ("po", "mo")} <= names
 
 
 def test_the_installed_wheel_sets_up_a_fresh_site(dist, tmp_path):
@@ -110,3 +107,5 @@ def test_the_installed_wheel_sets_up_a_fresh_site(dist, tmp_path):
     assert result.returncode == 0, result.stderr
     assert f"LOADED FROM {target}" in result.stdout
     assert "MIGRATED 0" in result.stdout
+    # The compiled catalogs in the wheel, found by Django like any app's.
+    assert "TRANSLATED ko 도구 호출" in result.stdout and "TRANSLATED de Tool-Aufrufe" in result.stdout
