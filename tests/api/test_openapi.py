@@ -32,6 +32,7 @@ def test_the_schema_validates_without_a_warning_and_covers_every_endpoint(docume
         ("conversations/{id}/", "patch"),
         ("conversations/{id}/", "delete"),
         ("conversations/{id}/cancel/", "post"),
+        ("conversations/{id}/stop/", "post"),
         ("conversations/{id}/messages/", "get"),
         ("conversations/{id}/messages/", "post"),
         ("conversations/{id}/events/", "get"),
@@ -39,6 +40,7 @@ def test_the_schema_validates_without_a_warning_and_covers_every_endpoint(docume
         ("tool-calls/{id}/", "get"),
         ("tool-calls/{id}/approve/", "post"),
         ("tool-calls/{id}/reject/", "post"),
+        ("usage/", "get"),
         ("mcp/{assistant_id}/", "post"),
     }
     for path, ops in paths.items():

@@ -37,3 +37,13 @@ def browser() -> Iterator:
             yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture(autouse=True)
+def pages_close_with_their_test(request) -> Iterator[None]:
+    """Close every page a test opened, even when it failed before closing them, so their streams end with
+    the test instead of reconnecting into the next one (``requests_end_with_their_test`` waits for that)."""
+    yield
+    if "browser" in request.fixturenames:
+        for context in request.getfixturevalue("browser").contexts:
+            context.close()

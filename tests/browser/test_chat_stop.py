@@ -1,5 +1,6 @@
 """The chat page's Send button becomes Stop while a turn runs, in every tab that shows the conversation."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -48,8 +49,13 @@ def test_stop_ends_a_running_turn_from_any_tab(live_server, browser, model, alic
 
     for page in (first, second):
         expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=15_000)
-        expect(page.locator(".tc-call", has_text="add")).to_contain_text("cancelled", timeout=15_000)
-        expect(page.locator(".tc-call", has_text="wait_for_release")).to_contain_text("succeeded", timeout=15_000)
+        # Each call's badge: its status as a class, in words for the customer.
+        added = page.locator(".tc-call", has_text="Add").locator(".tc-badge")
+        expect(added).to_have_class(re.compile(r"\btc-status-cancelled\b"), timeout=15_000)
+        expect(added).to_have_text("withdrawn")
+        waited = page.locator(".tc-call", has_text="Wait for release").locator(".tc-badge")
+        expect(waited).to_have_class(re.compile(r"\btc-status-succeeded\b"), timeout=15_000)
+        expect(waited).to_have_text("done")
     expect(first.locator(".tc-activity")).to_have_text("Stopped.", timeout=15_000)
     assert Conversation.objects.get().status == "idle"
     assert list(ToolCall.objects.order_by("index").values_list("status", flat=True)) == ["succeeded", "cancelled"]

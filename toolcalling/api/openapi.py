@@ -26,8 +26,10 @@ from .openapi_bodies import (
     BackgroundTurnSerializer,
     CancelResultSerializer,
     MessageHistorySerializer,
+    StopResultSerializer,
     TurnErrorSerializer,
     TurnResultSerializer,
+    UsageSerializer,
     as_json,
     errors,
 )
@@ -100,6 +102,13 @@ class ConversationViewSetSchema(OpenApiViewExtension):
                 description="Each call still awaiting approval is answered as cancelled; the conversation is idle.",
                 request=None,
                 responses={200: CancelResultSerializer, **errors(404, e409="nothing_waiting: no call waits.")},
+            ),
+            stop=extend_schema(
+                summary="Stop the running turn",
+                description="The turn ends at its next step (before its next model or tool call), in whichever "
+                "process runs it; what it stored stays, and its stream ends with `turn_end` (`stopped: true`).",
+                request=None,
+                responses={202: StopResultSerializer, **errors(404, e409="not_running: no turn runs.")},
             ),
         )
         class Described(self.target):  # type: ignore[name-defined, misc]
@@ -201,6 +210,25 @@ class AssistantListViewSchema(OpenApiViewExtension):
             get=extend_schema(
                 summary="The assistants this user may use",
                 responses={200: AssistantSerializer(many=True), **errors()},
+            )
+        )
+        class Described(self.target):  # type: ignore[name-defined, misc]
+            pass
+
+        return Described
+
+
+class UsageViewSchema(OpenApiViewExtension):
+    target_class = "toolcalling.api.usage.UsageView"
+    match_subclasses = True
+
+    def view_replacement(self) -> type:
+        @extend_schema_view(
+            get=extend_schema(
+                summary="The user's usage and limits",
+                description="Tokens, turns and tool calls used today and this month, and each limit on the "
+                "user's turns with what is used of it and when it resets.",
+                responses={200: UsageSerializer, **errors()},
             )
         )
         class Described(self.target):  # type: ignore[name-defined, misc]

@@ -104,6 +104,52 @@ class CancelResultSerializer(serializers.Serializer):
     cancelled = ToolCallSerializer(many=True)
 
 
+class StopResultSerializer(serializers.Serializer):
+    """A stop asked for: the running turn ends at its next step, in whichever process runs it."""
+
+    status = ConversationStatusField(help_text="The conversation's status when the stop was asked for.")
+    stop_requested = serializers.BooleanField(help_text="Always true.")
+
+
+class UsedInPeriodSerializer(serializers.Serializer):
+    """What the user used in one period."""
+
+    period_start = serializers.DateTimeField()
+    resets_at = serializers.DateTimeField()
+    tokens = serializers.IntegerField()
+    turns = serializers.IntegerField()
+    tool_calls = serializers.IntegerField()
+
+
+class UsedPeriodsSerializer(serializers.Serializer):
+    day = UsedInPeriodSerializer()
+    month = UsedInPeriodSerializer()
+
+
+class LimitUsedSerializer(serializers.Serializer):
+    """One limit on the user's turns and how much of it is used."""
+
+    quantity = serializers.ChoiceField(choices=["tokens", "turns", "tool_calls"])
+    maximum = serializers.IntegerField()
+    per = serializers.CharField(
+        help_text="Whose use it counts: user, assistant, site, or the name of a site's own scope."
+    )
+    period = serializers.ChoiceField(choices=["hour", "day", "month"])
+    used = serializers.IntegerField()
+    remaining = serializers.IntegerField()
+    exceeded = serializers.BooleanField(help_text="True once used reaches maximum: turns are refused (429).")
+    period_start = serializers.DateTimeField()
+    resets_at = serializers.DateTimeField()
+    assistants = serializers.ListField(child=serializers.CharField(), help_text="The assistants it applies to.")
+
+
+class UsageSerializer(serializers.Serializer):
+    """The user's own usage in the current day and month, and the limits that apply to their turns."""
+
+    usage = UsedPeriodsSerializer()
+    limits = LimitUsedSerializer(many=True)
+
+
 class MessagePageSerializer(serializers.Serializer):
     """One page of the history, newest first."""
 

@@ -5,8 +5,8 @@ history) → ``step`` until one says how the turn ends (``ask`` the model, store
 ``run_calls``) → ``end``. Each step returns what happens next; nothing watches a stored status.
 
 Two things outside the turn can end it at a step boundary: its usage limits (checked before each model call;
-the turn fails with ``UsageLimitExceeded``) and its owner's stop request (read before each model call and
-reported by each write; the step says the turn is ``stopped``).
+the turn fails with ``UsageLimitExceeded``) and its owner's stop request (reported by each write, so known
+before the next model call or tool call; the step says the turn is ``stopped``).
 """
 
 from __future__ import annotations
@@ -151,7 +151,8 @@ class Turn:
                 opening = storage.add_message(self.conversation, Message.Role.USER, content)
                 self.ledger.set_title_if_empty(" ".join(content.split())[:80])
                 self.meter.add(turns=1)
-                self.ledger.count_usage()  # the message and its count are stored together
+                if self.meter.urgent:  # the message and its count are stored together
+                    self.ledger.count_usage()
         if content is not None:
             self.record(opening)
         return token
@@ -220,7 +221,8 @@ class Turn:
         ``None``: the owner asked the turn to stop, so the model is not asked (again).
         """
         while True:
-            if self.ledger.check_stop():
+            # The turn's last write (the user's message, the previous answer's results) reported any stop request.
+            if self.ledger.stopping:
                 return None
             reply = self.ask()
             data = None

@@ -19,6 +19,7 @@ from django.utils import formats, timezone
 from django.utils.timesince import timeuntil
 from django.utils.translation import gettext as _
 
+from ..conf import toolcalling_settings
 from ..exceptions import UsageLimitExceeded
 from ._limits import UsageLimit, parse_limits, site_limits, window
 
@@ -64,7 +65,6 @@ class Meter:
         self.limits = list(limits)
         self.counted = list(dict.fromkeys(counted))
         self.pending = Usage()  # counted, not yet stored (see ``add`` and ``flush``)
-        self._ids: tuple[tuple, list[int]] | None = None  # the counter rows of the current periods, found once
 
     @classmethod
     def build(cls, assistant: Assistant, ctx: ToolContext) -> Meter:
@@ -122,27 +122,35 @@ class Meter:
         counts, now = self.pending, timezone.now()
         if not counts:
             return
-        counter_model().objects.filter(pk__in=self.row_ids(now)).update(
+        counter_model().objects.filter(pk__in=self.row_ids(now, fresh=True)).update(
             tokens=F("tokens") + counts.tokens, turns=F("turns") + counts.turns,
             tool_calls=F("tool_calls") + counts.tool_calls, updated_at=now,
         )  # fmt: skip
         self.stored(counts)
 
-    def row_ids(self, now: datetime.datetime) -> list[int]:
-        """The ids of the rows the turn counts in now, found once per turn (and period): the rows nobody has
+    @property
+    def urgent(self) -> bool:
+        """Whether counts must reach the rows before the next check (limits apply); otherwise the turn's end
+        stores them, for the admin and ``GET usage/``."""
+        return bool(self.limits)
+
+    def row_ids(self, now: datetime.datetime, *, fresh: bool = False) -> list[int]:
+        """The ids of the rows the turn counts in now. A process remembers them for the period (rows are never
+        deleted by the app; ``fresh`` looks again, after an update found fewer rows than ids). Rows nobody has
         counted in yet are created (a race with another process is fine: the database keeps one), then read."""
+        known: dict[tuple, int] = toolcalling_settings.derived("usage_counter_ids", dict)
         rows = {counted.row(now): counted for counted in self.counted}
-        key = tuple(rows)
-        if self._ids is None or self._ids[0] != key:
+        if fresh or any(row not in known for row in rows):
             UsageCounter = counter_model()
             UsageCounter.objects.bulk_create(
                 [UsageCounter(scope=s, key=k, period=p, period_start=start, user_id=rows[(s, k, p, start)].user_id,
                               updated_at=now) for s, k, p, start in rows],
                 ignore_conflicts=True,
             )  # fmt: skip
-            columns = matching(rows).values_list("pk", "scope", "key", "period", "period_start")
-            self._ids = (key, [pk for pk, *row in columns if tuple(row) in rows])
-        return self._ids[1]
+            for pk, *row in matching(rows).values_list("pk", "scope", "key", "period", "period_start"):
+                if tuple(row) in rows:
+                    known[tuple(row)] = pk
+        return [known[row] for row in rows]
 
 
 def scope_key(limit: UsageLimit, ctx: ToolContext, assistant_id: str) -> str | None:
