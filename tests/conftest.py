@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.utils import translation
 from rest_framework.test import APIClient
 
 from tests import services
@@ -45,6 +46,14 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -
         return
     with services.postgres_server(Path(settings.DATABASES["default"]["HOST"])):
         yield
+
+
+@pytest.fixture(autouse=True)
+def language_ends_with_its_test() -> Iterator[None]:
+    """Each test starts in the site's language. A request through LocaleMiddleware activates its language in
+    the thread that served it, and the test client serves requests in the test's own thread."""
+    yield
+    translation.deactivate()
 
 
 def live_server_requests(server) -> list[threading.Thread]:
