@@ -5,7 +5,7 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from toolcalling import Assistant
+from toolcalling import Assistant, streaming
 from toolcalling.exceptions import OutputValidationError
 from toolcalling.models import Conversation, Message
 
@@ -42,6 +42,11 @@ def test_an_invalid_answer_is_sent_back_with_the_errors_and_kept_out_of_the_stor
     assert [(m.role, m.content) for m in stored] == [("user", "Is it?"), ("assistant", GOOD)]
     # Tokens of the rejected attempts still count.
     assert result.conversation.total_tokens > stored[-1].total_tokens == 15
+    # A reader of the stream sees each retry, with what was wrong.
+    retries = [e.data for e in streaming.read(result.conversation.pk, 0, 0) if e.type == "output_retry"]
+    assert [r["attempt"] for r in retries] == [1, 2]
+    assert "not valid JSON" in retries[0]["problem"]
+    assert "less than or equal to 1" in retries[1]["problem"]
 
 
 def test_after_the_last_retry_the_turn_fails_with_a_clear_error(strict_model, alice):

@@ -33,6 +33,7 @@ EVENT_TYPES = (
     "tool_call_finished",
     "tool_call_decided",
     "awaiting_approval",
+    "output_retry",
     "error",
     "turn_end",
 )
