@@ -97,8 +97,11 @@ def main() -> None:
     options = parser.parse_args()
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_user(AUTH[0], password=AUTH[1])
-    conversations = [Conversation.objects.create(user=user, assistant_id="helper") for _ in range(options.idle + 1)]
-    turn_conversation, idle = str(conversations[0].pk), [str(c.pk) for c in conversations[1:]]
+    # Each streamed turn has a new conversation of its own, so every turn sends the same history.
+    fresh = [
+        str(Conversation.objects.create(user=user, assistant_id="helper").pk) for _ in range(2 * options.rounds + 1)
+    ]
+    idle = [str(Conversation.objects.create(user=user, assistant_id="helper").pk) for _ in range(options.idle)]
     port = services.free_port()
     with model_server() as base_url:
         env = {**os.environ, "TOOLCALLING_TEST_WORKER": "1", "TOOLCALLING_TEST_BASE_URL": base_url,
@@ -109,10 +112,10 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         try:
             services.wait_until(lambda: _up(base), timeout=30, what="uvicorn")
-            streamed_turn(base, turn_conversation)  # warm up
-            alone = [streamed_turn(base, turn_conversation) for _ in range(options.rounds)]
+            streamed_turn(base, fresh.pop())  # warm up
+            alone = [streamed_turn(base, fresh.pop()) for _ in range(options.rounds)]
             with IdleStreams(base, idle):
-                crowded = [streamed_turn(base, turn_conversation) for _ in range(options.rounds)]
+                crowded = [streamed_turn(base, fresh.pop()) for _ in range(options.rounds)]
         finally:
             server.terminate()
             server.wait(10)
