@@ -65,6 +65,23 @@ AFTER_PARAMETERS = [
 ]
 
 
+class ViewSchema(OpenApiViewExtension):
+    """Describes the view ``target_class`` names (and its subclasses) with ``described()``: the
+    ``extend_schema`` of each method or action, as ``extend_schema_view`` takes them."""
+
+    match_subclasses = True
+
+    def described(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def view_replacement(self) -> type:
+        @extend_schema_view(**self.described())
+        class Described(self.target):  # type: ignore[name-defined, misc]
+            pass
+
+        return Described
+
+
 class ConversationViewSetSchema(OpenApiViewExtension):
     target_class = "toolcalling.api.views.ConversationViewSet"
     match_subclasses = True
@@ -120,11 +137,10 @@ class ConversationViewSetSchema(OpenApiViewExtension):
         return Described
 
 
-class MessageListViewSchema(OpenApiViewExtension):
+class MessageListViewSchema(ViewSchema):
     target_class = "toolcalling.api.views.MessageListView"
-    match_subclasses = True
 
-    def view_replacement(self) -> type:
+    def described(self) -> dict[str, Any]:
         post_responses = {
             (201, "application/json"): OpenApiResponse(
                 TurnResultSerializer, description="The turn ran; its new messages and the calls waiting for approval."
@@ -159,7 +175,7 @@ class MessageListViewSchema(OpenApiViewExtension):
             ),
         }
 
-        @extend_schema_view(
+        return dict(
             get=extend_schema(
                 summary="The conversation's history",
                 description="The whole history, oldest first; with `cursor` or `page_size` a page of it, newest first.",
@@ -175,18 +191,13 @@ class MessageListViewSchema(OpenApiViewExtension):
                 responses=post_responses,
             ),
         )
-        class Described(self.target):  # type: ignore[name-defined, misc]
-            pass
-
-        return Described
 
 
-class ConversationEventsViewSchema(OpenApiViewExtension):
+class ConversationEventsViewSchema(ViewSchema):
     target_class = "toolcalling.api.streams.ConversationEventsView"
-    match_subclasses = True
 
-    def view_replacement(self) -> type:
-        @extend_schema_view(
+    def described(self) -> dict[str, Any]:
+        return dict(
             get=extend_schema(
                 summary="Follow the conversation's events",
                 description="Server-sent events as they happen, resumable from `after` or `Last-Event-ID`; "
@@ -195,35 +206,25 @@ class ConversationEventsViewSchema(OpenApiViewExtension):
                 responses={(200, "text/event-stream"): EVENT_STREAM, **as_json(errors(400, 404))},
             )
         )
-        class Described(self.target):  # type: ignore[name-defined, misc]
-            pass
-
-        return Described
 
 
-class AssistantListViewSchema(OpenApiViewExtension):
+class AssistantListViewSchema(ViewSchema):
     target_class = "toolcalling.api.views.AssistantListView"
-    match_subclasses = True
 
-    def view_replacement(self) -> type:
-        @extend_schema_view(
+    def described(self) -> dict[str, Any]:
+        return dict(
             get=extend_schema(
                 summary="The assistants this user may use",
                 responses={200: AssistantSerializer(many=True), **errors()},
             )
         )
-        class Described(self.target):  # type: ignore[name-defined, misc]
-            pass
-
-        return Described
 
 
-class UsageViewSchema(OpenApiViewExtension):
+class UsageViewSchema(ViewSchema):
     target_class = "toolcalling.api.usage.UsageView"
-    match_subclasses = True
 
-    def view_replacement(self) -> type:
-        @extend_schema_view(
+    def described(self) -> dict[str, Any]:
+        return dict(
             get=extend_schema(
                 summary="The user's usage and limits",
                 description="Tokens, turns and tool calls used today and this month, and each limit on the "
@@ -231,10 +232,6 @@ class UsageViewSchema(OpenApiViewExtension):
                 responses={200: UsageSerializer, **errors()},
             )
         )
-        class Described(self.target):  # type: ignore[name-defined, misc]
-            pass
-
-        return Described
 
 
 class ToolCallViewSetSchema(OpenApiViewExtension):
@@ -280,12 +277,11 @@ class ToolCallViewSetSchema(OpenApiViewExtension):
         return Described
 
 
-class MCPViewSchema(OpenApiViewExtension):
+class MCPViewSchema(ViewSchema):
     target_class = "toolcalling.mcp.MCPView"
-    match_subclasses = True
 
-    def view_replacement(self) -> type:
-        @extend_schema_view(
+    def described(self) -> dict[str, Any]:
+        return dict(
             post=extend_schema(
                 summary="MCP Streamable HTTP: one JSON-RPC message (or batch) in, one JSON answer out",
                 description="Serves the assistant's tools to the authenticated user; see the README's MCP section.",
@@ -298,7 +294,3 @@ class MCPViewSchema(OpenApiViewExtension):
                 },
             )
         )
-        class Described(self.target):  # type: ignore[name-defined, misc]
-            pass
-
-        return Described
