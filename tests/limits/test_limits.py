@@ -234,6 +234,22 @@ def test_every_turn_is_counted_per_user_and_assistant_without_any_limit(api, mod
     assert UsageCounter.objects.get(scope="user", period="day").user == alice
 
 
+@pytest.mark.parametrize("limits", [[], [{"tokens": 10**9, "per": "user", "period": "day"}]], ids=["no limit", "limit"])
+def test_counts_land_once_when_a_remembered_counter_row_is_gone(api, model, new_conversation, alice, limits):
+    """A process remembers its counter rows; one deleted meanwhile (say, by a cleanup job) is made again, and
+    the rows still there are not counted twice."""
+    with override_toolcalling(USAGE_LIMITS=limits):
+        conversation = new_conversation()
+        model.reply("one", usage=(10, 5))
+        assert post(api, conversation, "first").status_code == 201
+        UsageCounter.objects.filter(scope="user", period="day").delete()
+        model.reply("two", usage=(20, 5))
+        assert post(api, conversation, "second").status_code == 201
+    assert used("user", alice.pk, "day") == {"tokens": 25, "turns": 1, "tool_calls": 0}
+    assert used("user", alice.pk, "month") == {"tokens": 40, "turns": 2, "tool_calls": 0}
+    assert used("assistant", "helper", "day") == {"tokens": 40, "turns": 2, "tool_calls": 0}
+
+
 @pytest.mark.toolcalling(USAGE_LIMITS=[{"tokens": 10**9, "per": "user", "period": "day"}])
 def test_checking_limits_does_not_read_the_history(api, model, alice):
     def turn_queries(conversation):

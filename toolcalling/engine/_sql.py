@@ -51,6 +51,8 @@ def update(
     """``UPDATE ... SET field = value, counter = counter + n WHERE field = value [AND field IN (...)]``; rows."""
     set, add = set or {}, add or {}
     in_name, in_values = where_in or ("", ())
+    if where_in is not None and not in_values:
+        return 0  # IN () matches nothing (and is not SQL everywhere)
     key = ("update", model, tuple(set), tuple(add), tuple(where), in_name, len(in_values))
 
     def build() -> str:
@@ -123,6 +125,8 @@ def select(
     Values come back as the database gives them; use it for integers and text only."""
     columns = tuple(columns)
     in_name, in_values = where_in or ("", ())
+    if where_in is not None and not in_values:
+        return []  # IN () matches nothing (and is not SQL everywhere)
     key = ("select", model, columns, tuple(where), below and below[0], between and between[0], in_name,
            len(in_values), tuple(order), descending, limit is not None)  # fmt: skip
 

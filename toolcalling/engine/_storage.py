@@ -127,9 +127,12 @@ class Ledger:
         added = {"tokens": counts.tokens, "turns": counts.turns, "tool_calls": counts.tool_calls}
         ids = self.meter.row_ids(now)
         if sql.update(UsageCounter, set={"updated_at": now}, add=added, where={}, where_in=("id", ids)) < len(ids):
-            # A remembered row is gone (a test's database, say): the rows made again get the counts too.
-            missing = [pk for pk in self.meter.row_ids(now, fresh=True) if pk not in ids]
-            sql.update(UsageCounter, set={"updated_at": now}, add=added, where={}, where_in=("id", missing))
+            # A remembered row is gone (a flushed database) or not committed yet (another turn is making it):
+            # take back what this update added to the rows it found, and count in the rows as they are now.
+            taken_back = {quantity: -amount for quantity, amount in added.items()}
+            sql.update(UsageCounter, set={"updated_at": now}, add=taken_back, where={}, where_in=("id", ids))
+            fresh = self.meter.row_ids(now, fresh=True)
+            sql.update(UsageCounter, set={"updated_at": now}, add=added, where={}, where_in=("id", fresh))
         self.meter.stored(counts)
 
     def check_stop(self) -> bool:
