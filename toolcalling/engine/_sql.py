@@ -9,14 +9,30 @@ they stay as portable as the ORM's. Everything else (the admin, the API, approva
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from django.db import connection
-from django.db.models import Model
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.models import Field, Model
 
 _cache = threading.local()
+
+# Fields whose get_db_prep_save gives back a str or an int unchanged, on every backend Django ships: their
+# values skip it. Everything else (dates, JSON, UUIDs, keys to UUIDs) still goes through its field.
+_PLAIN = {
+    "CharField": str,
+    "TextField": str,
+    "IntegerField": int,
+    "BigIntegerField": int,
+    "SmallIntegerField": int,
+    "PositiveIntegerField": int,
+    "PositiveBigIntegerField": int,
+    "PositiveSmallIntegerField": int,
+    "AutoField": int,
+    "BigAutoField": int,
+}
 
 
 def _sql(key: tuple[Any, ...], build: Any) -> str:
@@ -33,11 +49,23 @@ def _q(name: str) -> str:
     return connection.ops.quote_name(name)
 
 
-def _prep(model: type[Model], name: str, value: Any) -> Any:
-    field = model._meta.get_field(name)
+def _plain_type(field: Field) -> type | None:
+    """``str`` or ``int`` when the field stores such values unchanged (a key: as its target field does)."""
+    target = field.target_field if field.is_relation else field
+    return _PLAIN.get(target.get_internal_type())
+
+
+def _prep_value(field: Field, plain: type | None, value: Any, db: Any) -> Any:
+    if value is None or type(value) is plain:
+        return value
     if field.is_relation and isinstance(value, Model):
         value = value.pk  # a related object is stored as its key, as the ORM does
-    return field.get_db_prep_save(value, connection)
+    return field.get_db_prep_save(value, db)
+
+
+def _prep(model: type[Model], name: str, value: Any, db: Any = None) -> Any:
+    field = model._meta.get_field(name)
+    return _prep_value(field, _plain_type(field), value, db or connections[DEFAULT_DB_ALIAS])
 
 
 def update(
@@ -65,10 +93,11 @@ def update(
             conditions.append(f"{_q(column(in_name).column)} IN ({', '.join(['%s'] * len(in_values))})")
         return f"UPDATE {_q(model._meta.db_table)} SET {', '.join(assignments)} WHERE {' AND '.join(conditions)}"
 
-    params = [_prep(model, n, v) for n, v in set.items()] + list(add.values())
-    params += [_prep(model, n, v) for n, v in where.items() if v is not None]
-    params += [_prep(model, in_name, v) for v in in_values]
-    with connection.cursor() as cursor:
+    db = connections[DEFAULT_DB_ALIAS]
+    params = [_prep(model, n, v, db) for n, v in set.items()] + list(add.values())
+    params += [_prep(model, n, v, db) for n, v in where.items() if v is not None]
+    params += [_prep(model, in_name, v, db) for v in in_values]
+    with db.cursor() as cursor:
         cursor.execute(_sql(key, build), params)
         return cursor.rowcount
 
@@ -79,20 +108,21 @@ def insert(objects: Sequence[Model]) -> None:
     if not objects:
         return
     model = type(objects[0])
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    fields = _insert_fields(model)
     pk = model._meta.pk
-    returning = connection.features.can_return_rows_from_bulk_insert
+    db = connections[DEFAULT_DB_ALIAS]
+    returning = db.features.can_return_rows_from_bulk_insert
     rows = len(objects) if returning else 1
 
     def build() -> str:
-        columns = ", ".join(_q(f.column) for f in fields)
+        columns = ", ".join(_q(f.column) for f, _ in fields)
         values = ", ".join(["(" + ", ".join(["%s"] * len(fields)) + ")"] * rows)
         statement = f"INSERT INTO {_q(model._meta.db_table)} ({columns}) VALUES {values}"
         return f"{statement} RETURNING {_q(pk.column)}" if returning else statement
 
     statement = _sql(("insert", model, rows), build)
-    prepared = [[f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields] for obj in objects]
-    with connection.cursor() as cursor:
+    prepared = [[_prep_value(f, plain, f.pre_save(obj, True), db) for f, plain in fields] for obj in objects]
+    with db.cursor() as cursor:
         if returning:
             cursor.execute(statement, [value for row in prepared for value in row])
             keys = [row[0] for row in cursor.fetchall()]
@@ -100,11 +130,17 @@ def insert(objects: Sequence[Model]) -> None:
             keys = []
             for row in prepared:
                 cursor.execute(statement, row)
-                keys.append(connection.ops.last_insert_id(cursor, model._meta.db_table, pk.column))
+                keys.append(db.ops.last_insert_id(cursor, model._meta.db_table, pk.column))
     for obj, key in zip(objects, keys, strict=True):
         setattr(obj, pk.attname, key)
         obj._state.adding = False
-        obj._state.db = connection.alias
+        obj._state.db = db.alias
+
+
+@functools.cache
+def _insert_fields(model: type[Model]) -> list[tuple[Field, type | None]]:
+    """The fields an insert writes (all but the primary key), each with its plain type (see ``_PLAIN``)."""
+    return [(f, _plain_type(f)) for f in model._meta.concrete_fields if not f.primary_key]
 
 
 def select(
@@ -148,15 +184,16 @@ def select(
             statement += " ORDER BY " + ", ".join(f"{_q(column(n).column)}{direction}" for n in order)
         return statement + (" LIMIT %s" if limit is not None else "")
 
-    params = [_prep(model, n, v) for n, v in where.items()]
+    db = connections[DEFAULT_DB_ALIAS]
+    params = [_prep(model, n, v, db) for n, v in where.items()]
     if below:
-        params.append(_prep(model, below[0], below[1]))
+        params.append(_prep(model, below[0], below[1], db))
     if between:
-        params += [_prep(model, between[0], between[1]), _prep(model, between[0], between[2])]
-    params += [_prep(model, in_name, v) for v in in_values]
+        params += [_prep(model, between[0], between[1], db), _prep(model, between[0], between[2], db)]
+    params += [_prep(model, in_name, v, db) for v in in_values]
     if limit is not None:
         params.append(limit)
-    with connection.cursor() as cursor:
+    with db.cursor() as cursor:
         cursor.execute(_sql(key, build), params)
         return cursor.fetchall()
 

@@ -197,7 +197,7 @@ class Ledger:
         """Name the conversation after its first message, unless someone named it meanwhile."""
         if not self.conversation.title:
             title = storable(title)[:200]
-            Conversation.objects.filter(pk=self.conversation.pk, title="").update(title=title)
+            sql.update(Conversation, set={"title": title}, where={"id": self.conversation.pk, "title": ""})
             self.conversation.title = title
 
     def add_usage(self, usage: Usage) -> None:
