@@ -3,6 +3,8 @@
 import os
 
 from celery import Celery
+from celery.signals import task_postrun, task_prerun
+from django.db import close_old_connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "demo_site.settings")
 
@@ -10,3 +12,10 @@ app = Celery("demo_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Finds toolcalling/tasks.py, which runs approved tool calls.
 app.autodiscover_tasks()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def close_old_database_connections(**kwargs: object) -> None:
+    """With ``CELERY_DB_REUSE_MAX`` set, connections live on a worker as in a request (``CONN_MAX_AGE``)."""
+    close_old_connections()

@@ -110,6 +110,7 @@ TOOLCALLING["SITE_URL"] = os.environ.get("SITE_URL", f"http://localhost:{DEMO_PO
 # With REDIS_URL a worker runs approved tool calls; without it they run inside the approving request.
 CELERY_BROKER_URL = os.environ.get("REDIS_URL")
 CELERY_RESULT_BACKEND = None
+CELERY_DB_REUSE_MAX = 1000  # with demo_site/celery.py: connections live as CONN_MAX_AGE says (README)
 if not CELERY_BROKER_URL:
     CELERY_TASK_ALWAYS_EAGER = True
     CELERY_TASK_EAGER_PROPAGATES = True

@@ -3,6 +3,8 @@
 import os
 
 from celery import Celery
+from celery.signals import task_postrun, task_prerun
+from django.db import close_old_connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
@@ -13,3 +15,10 @@ app.autodiscover_tasks()
 # creates an app makes it current; other threads (the live server's, a test's) bind shared tasks to
 # the default app, which must be this one, not the demo's (eager, with its own broker connections).
 app.set_default()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def close_old_database_connections(**kwargs: object) -> None:
+    """Connections live as in a request (``CONN_MAX_AGE``, ``CONN_HEALTH_CHECKS``); see CELERY_DB_REUSE_MAX."""
+    close_old_connections()

@@ -81,13 +81,13 @@ elif DATABASE == "postgresql":
             "NAME": "toolcalling",
             "USER": POSTGRES_USER,
             "HOST": str(VAR_DIR / "postgres"),
-            # Persistent connections, as a production site sets them (the benchmarks do; tests close them).
-            "CONN_MAX_AGE": int(os.environ.get("TOOLCALLING_TEST_CONN_MAX_AGE", 0)),
             "CONN_HEALTH_CHECKS": True,
         }
     }
 else:
     raise ImproperlyConfigured(f"TOOLCALLING_TEST_DATABASE is {DATABASE!r}: use 'sqlite' or 'postgresql'")
+# Persistent connections, as a production site sets them (the benchmarks and a worker test do; tests close them).
+DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("TOOLCALLING_TEST_CONN_MAX_AGE", 0))
 STATIC_URL = "/static/"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 REST_FRAMEWORK = {
@@ -112,6 +112,9 @@ TOOLCALLING = {
 }
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
+# Celery's Django fixup would close every database connection around every task; the Celery app closes
+# the old ones instead, as Django does around a request (tests/celery_app.py).
+CELERY_DB_REUSE_MAX = 1000
 
 
 # The approval tests start a private redis-server on this port; a free one, chosen once per run and

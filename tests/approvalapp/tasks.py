@@ -1,13 +1,31 @@
-"""A task that only writes down when it started: the bare Celery round trip bench/approval_latency.py compares with."""
+"""Tasks of the test site: a bare task for bench/approval_latency.py, and one that tells which connection it used."""
 
 from celery import shared_task
+from django.db import connection
 
 from .tools import stamp_path
 
 
 @shared_task(name="tests.stamp", ignore_result=True)
 def stamp(key: str) -> None:
+    """Write down when it started: the bare Celery round trip bench/approval_latency.py compares with."""
     import time
 
     with open(stamp_path(key), "w") as out:
         out.write(repr(time.time()))
+
+
+@shared_task(name="tests.database_connection")
+def database_connection() -> dict:
+    """How many tasks have used this worker's database connection (a temporary table lives as long as the
+    connection), and on PostgreSQL the server process behind it."""
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TEMPORARY TABLE IF NOT EXISTS tests_connection_uses (n integer)")
+        cursor.execute("INSERT INTO tests_connection_uses (n) VALUES (1)")
+        cursor.execute("SELECT COUNT(*) FROM tests_connection_uses")
+        uses = cursor.fetchone()[0]
+        backend = None
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT pg_backend_pid()")
+            backend = cursor.fetchone()[0]
+    return {"uses": uses, "backend": backend}

@@ -1,0 +1,66 @@
+"""A worker of the site as the README writes it keeps its database connection between tasks as ``CONN_MAX_AGE``
+says, and replaces one the database dropped, instead of Celery's default of a new connection for every task."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from tests import services
+from tests.approvalapp.tasks import database_connection
+from tests.celery_app import app as celery_app
+
+QUEUE = "connections"
+
+
+def start(tmp_path: Path, base_url: str, conn_max_age: int) -> Iterator[None]:
+    env = {
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "CELERY_RESULT_BACKEND": settings.CELERY_RESULT_BACKEND,
+        "TOOLCALLING_TEST_CONN_MAX_AGE": str(conn_max_age),
+    }
+    log = tmp_path / f"worker-{conn_max_age}.log"
+    options = ("--pool=solo", "-Q", QUEUE, "--hostname", f"connections-{conn_max_age}@%h")
+    process = services.start_worker(log, *options, db_name=str(connection.settings_dict["NAME"]), base_url=base_url,
+                                    env=env)  # fmt: skip
+    try:
+        services.wait_for_worker(process, log)
+        yield
+    finally:
+        services.stop_worker(process, log)
+
+
+@pytest.fixture
+def queue_worker(redis_server, model_switchboard, transactional_db, tmp_path, request) -> Iterator[None]:
+    """A solo worker (one thread, one connection) consuming only this test's queue, with the given CONN_MAX_AGE."""
+    celery_app.conf.task_always_eager = False
+    try:
+        yield from start(tmp_path, model_switchboard[1], request.param)
+    finally:
+        celery_app.conf.task_always_eager = True
+
+
+def used() -> dict:
+    return database_connection.apply_async(queue=QUEUE).get(timeout=30)
+
+
+@pytest.mark.parametrize("queue_worker", [600], indirect=True)
+def test_a_worker_keeps_its_connection_between_tasks_and_replaces_a_dropped_one(queue_worker):
+    first, second, third = used(), used(), used()
+    assert [first["uses"], second["uses"], third["uses"]] == [1, 2, 3]  # one connection for all three
+    if connection.vendor != "postgresql":
+        return  # SQLite has no server that could drop the connection
+    assert first["backend"] == second["backend"] == third["backend"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [third["backend"]])
+        assert cursor.fetchone()[0] is True
+    after = used()  # the health check finds the connection dead and opens another before the task runs
+    assert after["uses"] == 1
+    assert after["backend"] != third["backend"]
+
+
+@pytest.mark.parametrize("queue_worker", [0], indirect=True)
+def test_with_conn_max_age_0_every_task_gets_a_new_connection(queue_worker):
+    assert [used()["uses"] for _ in range(3)] == [1, 1, 1]
