@@ -2,7 +2,7 @@
 
 import os
 
-from celery import Celery
+from celery import Celery, Task
 from celery.signals import task_postrun, task_prerun
 from django.db import close_old_connections
 
@@ -16,6 +16,8 @@ app.autodiscover_tasks()
 
 @task_prerun.connect
 @task_postrun.connect
-def close_old_database_connections(**kwargs: object) -> None:
-    """With ``CELERY_DB_REUSE_MAX`` set, connections live on a worker as in a request (``CONN_MAX_AGE``)."""
-    close_old_connections()
+def close_old_database_connections(task: Task, **kwargs: object) -> None:
+    """With ``CELERY_DB_REUSE_MAX`` set, connections live on a worker as in a request (``CONN_MAX_AGE``).
+    An eager task (no ``REDIS_URL``) runs inside the approving request, whose connection it leaves alone."""
+    if not task.request.is_eager:
+        close_old_connections()

@@ -2,7 +2,7 @@
 
 import os
 
-from celery import Celery
+from celery import Celery, Task
 from celery.signals import task_postrun, task_prerun
 from django.db import close_old_connections
 
@@ -19,6 +19,8 @@ app.set_default()
 
 @task_prerun.connect
 @task_postrun.connect
-def close_old_database_connections(**kwargs: object) -> None:
-    """Connections live as in a request (``CONN_MAX_AGE``, ``CONN_HEALTH_CHECKS``); see CELERY_DB_REUSE_MAX."""
-    close_old_connections()
+def close_old_database_connections(task: Task, **kwargs: object) -> None:
+    """Connections live as in a request (``CONN_MAX_AGE``, ``CONN_HEALTH_CHECKS``); see CELERY_DB_REUSE_MAX.
+    An eager task runs inside its caller's request or test, whose connection it must leave alone."""
+    if not task.request.is_eager:
+        close_old_connections()
