@@ -76,9 +76,9 @@ def main() -> None:
         log = VAR / "worker.log"
         database = str(connection.settings_dict["NAME"])
         env = {"CELERY_BROKER_URL": broker, "CELERY_RESULT_BACKEND": broker}
-        worker = services.start_worker(log, "--pool=threads", db_name=database, base_url=base_url, env=env)
-        stack.callback(services.stop_worker, worker, log)
-        services.wait_for_worker(worker, log)
+        stack.enter_context(
+            services.running_worker(log, "--pool=threads", db_name=database, base_url=base_url, env=env)
+        )
 
         def waiting_call() -> tuple[Any, str]:
             """A call of ``stamp`` waiting for approval, stored as a turn stores it."""

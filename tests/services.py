@@ -281,3 +281,16 @@ def stop_worker(process: subprocess.Popen, log: Path) -> None:
         process.wait(timeout=10)
     if os.environ.get("TOOLCALLING_SHOW_WORKER_LOG"):
         sys.stderr.write(log.read_text())
+
+
+@contextmanager
+def running_worker(
+    log: Path, *options: str, db_name: str, base_url: str, env: dict[str, str]
+) -> Iterator[subprocess.Popen]:
+    """A worker as ``start_worker`` starts it, ready when this yields, and stopped (warm shutdown) at the end."""
+    process = start_worker(log, *options, db_name=db_name, base_url=base_url, env=env)
+    try:
+        wait_for_worker(process, log)
+        yield process
+    finally:
+        stop_worker(process, log)

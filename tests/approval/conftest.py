@@ -26,6 +26,7 @@ from toolcalling.testing import ScriptedModel
 
 BROKER_URL = settings.CELERY_BROKER_URL
 RESULT_BACKEND = settings.CELERY_RESULT_BACKEND
+WORKER_ENV = {"CELERY_BROKER_URL": BROKER_URL, "CELERY_RESULT_BACKEND": RESULT_BACKEND}  # this run's broker
 
 
 @pytest.fixture(scope="session")
@@ -43,9 +44,8 @@ def model_switchboard() -> Iterator[tuple[services.Switchboard, str]]:
 
 def start_worker(base_url: str, log: Path, *options: str) -> subprocess.Popen:
     """A worker of the test site on this run's broker."""
-    env = {"CELERY_BROKER_URL": BROKER_URL, "CELERY_RESULT_BACKEND": RESULT_BACKEND}
     return services.start_worker(
-        log, *options, db_name=str(connection.settings_dict["NAME"]), base_url=base_url, env=env
+        log, *options, db_name=str(connection.settings_dict["NAME"]), base_url=base_url, env=WORKER_ENV
     )
 
 
@@ -59,12 +59,10 @@ def celery_worker_process(
     """One worker for the session, started after the test database exists, stopped at the end."""
     _, base_url = model_switchboard
     log = tmp_path_factory.mktemp("worker") / "worker.log"
-    process = start_worker(base_url, log, "--pool=threads", "--concurrency=4", "--hostname", "approval-tests@%h")
-    try:
-        services.wait_for_worker(process, log)
+    options = ("--pool=threads", "--concurrency=4", "--hostname", "approval-tests@%h")
+    db_name = str(connection.settings_dict["NAME"])
+    with services.running_worker(log, *options, db_name=db_name, base_url=base_url, env=WORKER_ENV) as process:
         yield process
-    finally:
-        services.stop_worker(process, log)
 
 
 @pytest.fixture

@@ -2,42 +2,29 @@
 says, and replaces one the database dropped, instead of Celery's default of a new connection for every task."""
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.db import connection
 
 from tests import services
+from tests.approval.conftest import WORKER_ENV
 from tests.approvalapp.tasks import database_connection
 from tests.celery_app import app as celery_app
 
 QUEUE = "connections"
 
 
-def start(tmp_path: Path, base_url: str, conn_max_age: int) -> Iterator[None]:
-    env = {
-        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-        "CELERY_RESULT_BACKEND": settings.CELERY_RESULT_BACKEND,
-        "TOOLCALLING_TEST_CONN_MAX_AGE": str(conn_max_age),
-    }
-    log = tmp_path / f"worker-{conn_max_age}.log"
-    options = ("--pool=solo", "-Q", QUEUE, "--hostname", f"connections-{conn_max_age}@%h")
-    process = services.start_worker(log, *options, db_name=str(connection.settings_dict["NAME"]), base_url=base_url,
-                                    env=env)  # fmt: skip
-    try:
-        services.wait_for_worker(process, log)
-        yield
-    finally:
-        services.stop_worker(process, log)
-
-
 @pytest.fixture
 def queue_worker(redis_server, model_switchboard, transactional_db, tmp_path, request) -> Iterator[None]:
     """A solo worker (one thread, one connection) consuming only this test's queue, with the given CONN_MAX_AGE."""
+    env = {**WORKER_ENV, "TOOLCALLING_TEST_CONN_MAX_AGE": str(request.param)}
+    options = ("--pool=solo", "-Q", QUEUE, "--hostname", f"connections-{request.param}@%h")
+    db_name = str(connection.settings_dict["NAME"])
+    log = tmp_path / "worker.log"
     celery_app.conf.task_always_eager = False
     try:
-        yield from start(tmp_path, model_switchboard[1], request.param)
+        with services.running_worker(log, *options, db_name=db_name, base_url=model_switchboard[1], env=env):
+            yield
     finally:
         celery_app.conf.task_always_eager = True
 

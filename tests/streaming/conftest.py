@@ -65,12 +65,8 @@ def worker_process(redis_url, board, django_db_setup, django_db_blocker, tmp_pat
         "TOOLCALLING_TEST_EVENTS_REDIS_URL": redis_url,
     }
     options = ("--pool=threads", "--concurrency=2", "--hostname", "streaming-tests@%h")
-    process = services.start_worker(log, *options, db_name=db_name, base_url=board[1], env=env)
-    try:
-        services.wait_for_worker(process, log)
+    with services.running_worker(log, *options, db_name=db_name, base_url=board[1], env=env):
         yield
-    finally:
-        services.stop_worker(process, log)
 
 
 @pytest.fixture
