@@ -6,9 +6,13 @@ Playwright's sync API runs an event loop in the test's thread, so Django's ORM c
 
 import os
 from collections.abc import Iterator
+from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
 
 from tests.services import unavailable
 
@@ -47,3 +51,10 @@ def pages_close_with_their_test(request) -> Iterator[None]:
     if "browser" in request.fixturenames:
         for context in request.getfixturevalue("browser").contexts:
             context.close()
+
+
+@pytest.fixture
+def shop(transactional_db: None) -> Any:
+    """The demo shop's data (customers, orders, staff), committed where the live server sees it; its customer."""
+    call_command("demo_setup", verbosity=0, stdout=StringIO())
+    return get_user_model().objects.get(username="alice")

@@ -1,4 +1,4 @@
-"""What the browser tests share: signing in through the site's login page, and the demo shop's data."""
+"""What the browser tests share: logging in through the site's login page, and the chat."""
 
 from collections.abc import Iterator
 
@@ -10,14 +10,32 @@ from toolcalling.testutils import override_toolcalling
 CHAT = "/chat/shop/"
 
 
-def sign_in(page: Page, url: str, username: str = "alice", password: str = "alice-demo-pass") -> None:
-    """Open a page that needs a login, fill the login form it redirects to, and land on the page with its chat
-    started (keys pressed before the deferred chat.js runs would not reach it)."""
+def log_in(page: Page, url: str, username: str, password: str, button: str = "Sign in") -> None:
+    """Open a page that needs a login, fill the login form it redirects to (the site's "Sign in", the
+    admin's "Log in"), and land on the page."""
     page.goto(url)
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name=button).click()
+
+
+def sign_in(page: Page, url: str, username: str = "alice", password: str = "alice-demo-pass") -> None:
+    """Log in to a chat page and wait until its chat has started."""
+    log_in(page, url, username, password)
+    chat_ready(page)
+
+
+def chat_ready(page: Page) -> None:
+    """Until chat.js (a deferred script) has wired the chat: a key pressed before that does nothing."""
+    page.locator(".tc-chat").wait_for()  # the chat page, after the login's redirect
     page.wait_for_function("() => Boolean(document.querySelector('.tc-chat')?.toolcallingChat)")
+
+
+def ask(page: Page, text: str) -> None:
+    """Type a message into the chat and send it with Enter, as a user does."""
+    box = page.get_by_label("Your message")
+    box.fill(text)
+    box.press("Enter")
 
 
 def no_horizontal_scroll(page: Page) -> bool:

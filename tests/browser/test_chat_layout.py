@@ -1,8 +1,6 @@
 """The chat page on a phone with many conversations, and a site's own DRF pagination with "more"."""
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from playwright.sync_api import expect
 from rest_framework.pagination import PageNumberPagination
 
@@ -16,12 +14,6 @@ from toolcalling.api.views import ConversationViewSet
 from toolcalling.models import Conversation, Message
 
 pytestmark = pytest.mark.usefixtures("short_keepalive")
-
-
-@pytest.fixture
-def shop(transactional_db):
-    call_command("demo_setup", verbosity=0, stdout=open("/dev/null", "w"))
-    return get_user_model().objects.get(username="alice")
 
 
 def conversations(user, count: int, assistant: str = "shop") -> list[Conversation]:

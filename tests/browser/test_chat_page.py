@@ -1,10 +1,10 @@
 """The chat page in a real browser: streamed answers, the wait for approval, and a staff decision arriving live."""
 
 import pytest
-from django.core.management import call_command
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from demo_site.shop.models import Order
+from tests.browser.helpers import ask, log_in, sign_in
 from toolcalling.models import ToolCall
 
 # Whether a streaming bubble was ever added, judged from the mutation records: on a busy machine the
@@ -21,25 +21,6 @@ STREAM_WATCH = """() => {
 }"""
 
 
-@pytest.fixture
-def shop(transactional_db):
-    call_command("demo_setup", verbosity=0, stdout=open("/dev/null", "w"))
-
-
-def sign_in(page: Page, url: str, username: str, password: str, button: str = "Sign in") -> None:
-    """Open a page that needs a login, fill the login form it redirects to, and land on the page."""
-    page.goto(url)
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name=button).click()
-
-
-def wait_for_chat(page: Page) -> None:
-    """Until chat.js (a deferred script) has wired the chat: a key pressed before that does nothing."""
-    page.locator(".tc-chat").wait_for()  # the chat page, after the login's redirect
-    page.wait_for_function("() => document.querySelector('.tc-chat')?.toolcallingChat !== undefined")
-
-
 @pytest.mark.toolcalling(EVENTS_KEEPALIVE=0.2)  # the page's streams end soon after it closes
 def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(live_server, browser, model, shop):
     model.call("get_order_status", {"order_no": "20250719-0032"})
@@ -49,25 +30,21 @@ def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(l
 
     customer = browser.new_context()
     page = customer.new_page()
-    sign_in(page, live_server.url + "/chat/shop/", "alice", "alice-demo-pass")
+    sign_in(page, live_server.url + "/chat/shop/")
     expect(page.get_by_role("heading", name="Shop helper")).to_be_visible()
-    wait_for_chat(page)
     page.evaluate(STREAM_WATCH)
 
     # Ask about an order: the answer streams in and the tool used is shown with its outcome.
-    box = page.get_by_label("Your message")
-    box.fill("Where is my order 20250719-0032?")
-    box.press("Enter")
+    ask(page, "Where is my order 20250719-0032?")
     messages = page.locator(".tc-messages")
     expect(messages.locator(".tc-assistant").last).to_contain_text("should arrive on 23 July 2025", timeout=15_000)
     # Tools appear by their labels, with how they went in words; function names never reach the customer.
     expect(messages.locator(".tc-call", has_text="Look up an order")).to_contain_text("done")
     assert page.evaluate("window.sawStreaming") is True
-    expect(box).to_be_focused()
+    expect(page.get_by_label("Your message")).to_be_focused()
 
     # Ask to cancel: the page says it waits for staff approval and names the waiting call.
-    box.fill("Please cancel my order 20251120-0007")
-    box.press("Enter")
+    ask(page, "Please cancel my order 20251120-0007")
     waiting = page.locator(".tc-waiting")
     expect(waiting).to_be_visible(timeout=15_000)
     expect(waiting).to_contain_text("Waiting for staff approval")
@@ -79,7 +56,7 @@ def test_customer_sees_streamed_answers_and_a_staff_decision_without_reloading(l
     staff = browser.new_context()
     admin = staff.new_page()
     waiting_calls = "/admin/toolcalling/toolcall/?status__exact=awaiting_approval"
-    sign_in(admin, live_server.url + waiting_calls, "admin", "admin-demo-pass", button="Log in")
+    log_in(admin, live_server.url + waiting_calls, "admin", "admin-demo-pass", button="Log in")
     call = ToolCall.objects.get(name="cancel_order")
     admin.locator(f"input[name=_selected_action][value='{call.pk}']").check()
     admin.locator("select[name=action]").select_option("approve_selected")
@@ -104,8 +81,7 @@ def test_the_chat_escapes_text_and_fits_a_phone(live_server, browser, model, sho
     model.reply('<img src=x onerror="window.injected=1"> <b>not bold</b>')
     context = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True)
     page = context.new_page()
-    sign_in(page, live_server.url + "/chat/shop/", "alice", "alice-demo-pass")
-    wait_for_chat(page)
+    sign_in(page, live_server.url + "/chat/shop/")
 
     # Keyboard only: an example question, then Enter.
     page.get_by_role("button", name="Where is my order 20250719-0032?").focus()

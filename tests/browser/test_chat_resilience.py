@@ -1,7 +1,6 @@
 """The chat page when things go wrong: a lost connection, an over-long message, server errors, failing tools."""
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import Page, expect
 
 from tests.browser.helpers import (
@@ -16,11 +15,6 @@ API = "**/api/toolcalling/**"
 
 
 pytestmark = pytest.mark.usefixtures("short_keepalive")
-
-
-@pytest.fixture
-def shop(transactional_db):
-    call_command("demo_setup", verbosity=0, stdout=open("/dev/null", "w"))
 
 
 @pytest.fixture

@@ -4,17 +4,11 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
+from tests.browser.helpers import ask, sign_in
 from tests.services import wait_until
 from toolcalling.models import Conversation, ToolCall
-
-
-def sign_in(page: Page, url: str) -> None:
-    page.goto(url)
-    page.get_by_label("Username").fill("alice")
-    page.get_by_label("Password").fill("pw")
-    page.get_by_role("button", name="Sign in").click()
 
 
 @pytest.mark.toolcalling(EVENTS_KEEPALIVE=0.2)  # the pages' streams end soon after they close
@@ -24,13 +18,10 @@ def test_stop_ends_a_running_turn_from_any_tab(live_server, browser, model, alic
 
     first_tab, second_tab = browser.new_context(), browser.new_context()
     first = first_tab.new_page()
-    sign_in(first, live_server.url + "/chat/slow/")
+    sign_in(first, live_server.url + "/chat/slow/", "alice", "pw")
     expect(first.get_by_role("heading", name="Slow")).to_be_visible()
+    ask(first, "Run the slow job")
     box = first.get_by_label("Your message")
-    expect(first.locator(".tc-chat[data-api]")).to_have_count(1)
-    first.wait_for_function("document.querySelector('.tc-chat').toolcallingChat !== undefined")
-    box.fill("Run the slow job")
-    box.press("Enter")
     wait_until(Path(f"{marker}.started").exists, what="the tool to start")
     stop_first = first.get_by_role("button", name="Stop")
     expect(stop_first).to_be_enabled(timeout=15_000)
@@ -39,7 +30,7 @@ def test_stop_ends_a_running_turn_from_any_tab(live_server, browser, model, alic
 
     # A second tab opens the running conversation: it offers Stop too, and stops the turn.
     second = second_tab.new_page()
-    sign_in(second, live_server.url + "/chat/slow/")
+    sign_in(second, live_server.url + "/chat/slow/", "alice", "pw")
     stop_second = second.get_by_role("button", name="Stop")
     expect(stop_second).to_be_enabled(timeout=15_000)
     stop_second.click()

@@ -4,34 +4,13 @@ approves while the customer's chat page shows the outcome; a customer confirms t
 import re
 
 import pytest
-from django.core.management import call_command
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from demo_site.shop.models import Order
 from tests.approvalapp.models import Counter
+from tests.browser.helpers import ask, log_in, sign_in
 from toolcalling.models import ToolCall
 from toolcalling.testutils import override_toolcalling
-
-
-@pytest.fixture
-def shop(transactional_db):
-    call_command("demo_setup", verbosity=0, stdout=open("/dev/null", "w"))
-
-
-def sign_in(page: Page, url: str, username: str, password: str, button: str) -> None:
-    """Open a page that needs a login, fill the login form it redirects to, and land on the page."""
-    page.goto(url)
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name=button).click()
-
-
-def chat_ready(page: Page) -> None:
-    """Wait until chat.js has started on the page: keys pressed before it runs (its script is deferred)
-    would not reach it."""
-    page.wait_for_function(
-        "() => Boolean(document.querySelector('.tc-chat') && document.querySelector('.tc-chat').toolcallingChat)"
-    )
 
 
 @pytest.mark.toolcalling(EVENTS_KEEPALIVE=0.2)  # the page's streams end soon after it closes
@@ -43,11 +22,8 @@ def test_staff_follow_the_emailed_link_read_the_preview_approve_and_the_customer
     with override_toolcalling(SITE_URL=live_server.url):
         customer = browser.new_context()
         page = customer.new_page()
-        sign_in(page, live_server.url + "/chat/shop/", "alice", "alice-demo-pass", "Sign in")
-        chat_ready(page)
-        box = page.get_by_label("Your message")
-        box.fill("Please cancel my order 20251120-0007")
-        box.press("Enter")
+        sign_in(page, live_server.url + "/chat/shop/")
+        ask(page, "Please cancel my order 20251120-0007")
         waiting = page.locator(".tc-waiting")
         expect(waiting).to_be_visible(timeout=15_000)
         expect(waiting).to_contain_text("Waiting for staff approval")
@@ -61,7 +37,7 @@ def test_staff_follow_the_emailed_link_read_the_preview_approve_and_the_customer
 
         staff = browser.new_context()
         desk = staff.new_page()
-        sign_in(desk, link, "admin", "admin-demo-pass", "Log in")
+        log_in(desk, link, "admin", "admin-demo-pass", "Log in")
         expect(desk).to_have_url(link)
         panel = desk.locator(".tc-desk")
         expect(panel).to_contain_text("Waiting for a staff decision")
@@ -91,11 +67,8 @@ def test_a_customer_confirms_their_own_call_on_the_chat_page(live_server, browse
     model.reply("Moved 3 points to savings.")
     context = browser.new_context()
     page = context.new_page()
-    sign_in(page, live_server.url + "/chat/ops/", "alice", "pw", "Sign in")
-    chat_ready(page)
-    box = page.get_by_label("Your message")
-    box.fill("Move 3 points to savings")
-    box.press("Enter")
+    sign_in(page, live_server.url + "/chat/ops/", "alice", "pw")
+    ask(page, "Move 3 points to savings")
 
     waiting = page.locator(".tc-waiting")
     expect(waiting).to_be_visible(timeout=15_000)
@@ -124,11 +97,8 @@ def test_a_customer_declines_their_own_call_on_the_chat_page(live_server, browse
     model.reply("All right, I moved nothing.")
     context = browser.new_context()
     page = context.new_page()
-    sign_in(page, live_server.url + "/chat/ops/", "alice", "pw", "Sign in")
-    chat_ready(page)
-    box = page.get_by_label("Your message")
-    box.fill("Move 3 points to savings")
-    box.press("Enter")
+    sign_in(page, live_server.url + "/chat/ops/", "alice", "pw")
+    ask(page, "Move 3 points to savings")
     waiting = page.locator(".tc-waiting")
     waiting.get_by_role("button", name="Decline").click(timeout=15_000)
     expect(page.locator(".tc-messages .tc-assistant").last).to_contain_text("I moved nothing", timeout=15_000)
