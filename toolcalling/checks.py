@@ -143,6 +143,15 @@ def _site_celery_app() -> Any:
     return app
 
 
+def _workers_close_persistent_connections(app: Any) -> bool:
+    """Whether the site wants persistent connections that Celery's Django fixup would close on every task
+    (it keeps them only with ``CELERY_DB_REUSE_MAX``, which it reads from the app's configuration)."""
+    from django.conf import settings
+
+    persistent = settings.DATABASES.get("default", {}).get("CONN_MAX_AGE", 0) != 0  # None: unlimited
+    return persistent and not app.conf.get("CELERY_DB_REUSE_MAX")
+
+
 def _gated_tools() -> list[str]:
     from .toolkit import tools
 
@@ -190,6 +199,22 @@ def check_celery_wiring(app_configs: Any = None, **kwargs: Any) -> list[checks.C
                     "worker), or set CELERY_TASK_ALWAYS_EAGER = True to run them in the web process."
                 ),
                 id="toolcalling.W003",
+            )
+        )
+    if app is not None and not eager and _workers_close_persistent_connections(app):
+        messages.append(
+            checks.Warning(
+                _(
+                    "CONN_MAX_AGE asks for persistent database connections, but Celery's workers close every "
+                    "connection around every task unless CELERY_DB_REUSE_MAX is set, so each approved call and "
+                    "background turn first opens a new connection."
+                ),
+                hint=_(
+                    "Set CELERY_DB_REUSE_MAX = 1000 and close old connections around the tasks a worker runs, as "
+                    "yoursite/celery.py does in the README (task_prerun and task_postrun receivers that call "
+                    "django.db.close_old_connections())."
+                ),
+                id="toolcalling.W005",
             )
         )
     try:

@@ -19,7 +19,7 @@ SITE = textwrap.dedent(
     settings.configure(
         INSTALLED_APPS=["django.contrib.auth", "django.contrib.contenttypes", "rest_framework", "toolcalling",
                         *options["apps"]],
-        DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
+        DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:", **options["database"]}},
         USE_TZ=True, SECRET_KEY="x",
         TOOLCALLING={"OFFLINE_MODEL": True, "SITE_URL": "https://shop.example", **options["toolcalling"]},
         **options["settings"],
@@ -37,8 +37,9 @@ SITE = textwrap.dedent(
 GATED = ["tests.testapp"]  # has delete_everything, which requires approval
 
 
-def checks_of(*, apps=GATED, celery_app=True, toolcalling=None, **settings) -> dict[str, dict[str, str]]:
-    options = {"apps": apps, "celery_app": celery_app, "toolcalling": toolcalling or {}, "settings": settings}
+def checks_of(*, apps=GATED, celery_app=True, toolcalling=None, database=None, **settings) -> dict[str, dict[str, str]]:
+    options = {"apps": apps, "celery_app": celery_app, "toolcalling": toolcalling or {}, "database": database or {},
+               "settings": settings}  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DJANGO_SETTINGS_MODULE")}
     result = subprocess.run(
         [sys.executable, "-c", SITE, json.dumps(options)], cwd=ROOT, env=env, capture_output=True, text=True
@@ -82,3 +83,27 @@ def test_a_worker_without_shared_events_is_a_warning_naming_the_fix():
 def test_a_worker_with_shared_events_is_fine():
     shared = {"EVENTS_REDIS_URL": "redis://localhost:6379/1"}
     assert checks_of(CELERY_BROKER_URL="redis://localhost:6379/0", toolcalling=shared) == {}
+
+
+WORKER = {
+    "CELERY_BROKER_URL": "redis://localhost:6379/0",
+    "toolcalling": {"EVENTS_REDIS_URL": "redis://localhost:6379/1"},
+}
+
+
+def test_persistent_connections_that_workers_would_close_are_a_warning_naming_the_fix():
+    found = checks_of(database={"CONN_MAX_AGE": 600}, **WORKER)
+    assert set(found) == {"toolcalling.W005"}
+    assert "CONN_MAX_AGE" in found["toolcalling.W005"]["msg"]
+    hint = found["toolcalling.W005"]["hint"]
+    assert "CELERY_DB_REUSE_MAX" in hint and "close_old_connections()" in hint
+    assert set(checks_of(database={"CONN_MAX_AGE": None}, **WORKER)) == {"toolcalling.W005"}  # None: unlimited
+
+
+def test_workers_that_keep_persistent_connections_are_fine():
+    assert checks_of(database={"CONN_MAX_AGE": 600}, CELERY_DB_REUSE_MAX=1000, **WORKER) == {}
+
+
+def test_connections_closed_after_each_request_or_eager_tasks_need_nothing():
+    assert checks_of(database={"CONN_MAX_AGE": 0}, **WORKER) == {}
+    assert checks_of(database={"CONN_MAX_AGE": 600}, CELERY_TASK_ALWAYS_EAGER=True) == {}
