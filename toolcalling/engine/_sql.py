@@ -63,9 +63,16 @@ def _prep_value(field: Field, plain: type | None, value: Any, db: Any) -> Any:
     return field.get_db_prep_save(value, db)
 
 
-def _prep(model: type[Model], name: str, value: Any, db: Any = None) -> Any:
+@functools.cache
+def _field(model: type[Model], name: str) -> tuple[Field, type | None]:
+    """A model's field by name, with its plain type (see ``_PLAIN``): looked up once per process."""
     field = model._meta.get_field(name)
-    return _prep_value(field, _plain_type(field), value, db or connections[DEFAULT_DB_ALIAS])
+    return field, _plain_type(field)
+
+
+def _prep(model: type[Model], name: str, value: Any, db: Any = None) -> Any:
+    field, plain = _field(model, name)
+    return _prep_value(field, plain, value, db or connections[DEFAULT_DB_ALIAS])
 
 
 def update(
