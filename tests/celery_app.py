@@ -21,6 +21,9 @@ app.set_default()
 @task_postrun.connect
 def close_old_database_connections(task: Task, **kwargs: object) -> None:
     """Connections live as in a request (``CONN_MAX_AGE``, ``CONN_HEALTH_CHECKS``); see CELERY_DB_REUSE_MAX.
-    An eager task runs inside its caller's request or test, whose connection it must leave alone."""
+    An eager task runs inside its caller's request or test, whose connection it must leave alone.
+
+    Celery's signals are global: demo_site/celery.py, imported too, connects the same receivers, and closing
+    old connections twice is harmless (tests/approval/test_worker_connections.py needs both gone to fail)."""
     if not task.request.is_eager:
         close_old_connections()
