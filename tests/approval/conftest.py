@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,14 @@ def start_worker(base_url: str, log: Path, *options: str) -> subprocess.Popen:
     )
 
 
+@contextmanager
+def running_worker(base_url: str, log: Path, *options: str, **env: str) -> Iterator[subprocess.Popen]:
+    """A worker as ``start_worker`` starts it (``env`` adds variables), ready until the block ends."""
+    db_name = str(connection.settings_dict["NAME"])
+    with services.running_worker(log, *options, db_name=db_name, base_url=base_url, env={**WORKER_ENV, **env}) as p:
+        yield p
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(
     redis_server: str,
@@ -60,8 +69,7 @@ def celery_worker_process(
     _, base_url = model_switchboard
     log = tmp_path_factory.mktemp("worker") / "worker.log"
     options = ("--pool=threads", "--concurrency=4", "--hostname", "approval-tests@%h")
-    db_name = str(connection.settings_dict["NAME"])
-    with services.running_worker(log, *options, db_name=db_name, base_url=base_url, env=WORKER_ENV) as process:
+    with running_worker(base_url, log, *options) as process:
         yield process
 
 

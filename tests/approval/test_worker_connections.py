@@ -6,8 +6,7 @@ from collections.abc import Iterator
 import pytest
 from django.db import connection
 
-from tests import services
-from tests.approval.conftest import WORKER_ENV
+from tests.approval.conftest import running_worker
 from tests.approvalapp.tasks import database_connection
 from tests.celery_app import app as celery_app
 
@@ -17,13 +16,11 @@ QUEUE = "connections"
 @pytest.fixture
 def queue_worker(redis_server, model_switchboard, transactional_db, tmp_path, request) -> Iterator[None]:
     """A solo worker (one thread, one connection) consuming only this test's queue, with the given CONN_MAX_AGE."""
-    env = {**WORKER_ENV, "TOOLCALLING_TEST_CONN_MAX_AGE": str(request.param)}
     options = ("--pool=solo", "-Q", QUEUE, "--hostname", f"connections-{request.param}@%h")
-    db_name = str(connection.settings_dict["NAME"])
-    log = tmp_path / "worker.log"
     celery_app.conf.task_always_eager = False
     try:
-        with services.running_worker(log, *options, db_name=db_name, base_url=model_switchboard[1], env=env):
+        with running_worker(model_switchboard[1], tmp_path / "worker.log", *options,
+                            TOOLCALLING_TEST_CONN_MAX_AGE=str(request.param)):  # fmt: skip
             yield
     finally:
         celery_app.conf.task_always_eager = True
