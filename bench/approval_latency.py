@@ -62,7 +62,8 @@ def main() -> None:
         from tests.approvalapp.tasks import stamp
         from tests.celery_app import app as celery_app
         from toolcalling import Assistant, approval
-        from toolcalling.engine import ModelReply, RequestedCall, Turn
+        from toolcalling.engine import Turn
+        from toolcalling.model_apis import ModelReply, RequestedCall
         from toolcalling.models import Conversation
 
         call_command("migrate", verbosity=0)

@@ -14,7 +14,7 @@ from .conf import toolcalling_settings
 from .hooks import EndTurn, Hook, ModelRequest, TurnView
 
 if TYPE_CHECKING:
-    from .engine import ModelReply
+    from .model_apis import ModelReply
     from .models import Message, ToolCall
 
 logger = logging.getLogger("toolcalling")

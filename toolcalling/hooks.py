@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .assistant import Assistant
-    from .engine import ModelReply
+    from .model_apis import ModelReply
     from .models import Conversation, Message, ToolCall
     from .toolkit import ToolContext
 

@@ -20,6 +20,11 @@ class Conversation(models.Model):
         AWAITING_APPROVAL = "awaiting_approval", _("Awaiting approval")
         FAILED = "failed", _("Failed")
 
+    class Origin(models.TextChoices):
+        CHAT = "chat", _("Chat or REST API")
+        CODE = "code", _("Python code")
+        MCP = "mcp", _("MCP client")
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name=_("id"))
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -40,6 +45,17 @@ class Conversation(models.Model):
         help_text=_("Whether a turn is running, waiting for a staff decision, or failed."),
     )
     error = models.TextField(blank=True, verbose_name=_("error"), help_text=_("Why the last turn failed."))
+    origin = models.CharField(
+        max_length=10,
+        choices=Origin.choices,
+        default=Origin.CHAT,
+        editable=False,
+        verbose_name=_("origin"),
+        help_text=_(
+            "Where the conversation began: the chat page or the REST API, Python code (Assistant.run), "
+            "or an MCP client's direct tool call (no model is asked about its results)."
+        ),
+    )
     turn_token = models.UUIDField(
         null=True,
         blank=True,

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from tests.approvalapp.models import Counter
 from toolcalling import signals
-from toolcalling.engine import load_messages, to_openai
+from toolcalling.engine._storage import load_messages, to_openai
 from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.tasks import expire_waiting_tool_calls
 from toolcalling.testing import validate_chat_request

@@ -20,7 +20,7 @@ def tool_messages(request_body):
 
 
 def assert_stored_history_valid(conversation_id):
-    from toolcalling.engine import load_messages, to_openai
+    from toolcalling.engine._storage import load_messages, to_openai
 
     conv = Conversation.objects.get(pk=conversation_id)
     history = to_openai(load_messages(conv))

@@ -8,7 +8,7 @@ from typing import Any
 from rest_framework.test import APIClient
 
 from tests.approval.conftest import approver, approver_api, ops  # noqa: F401  (fixtures these tests share)
-from toolcalling.engine import load_messages, to_openai
+from toolcalling.engine._storage import load_messages, to_openai
 from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.testing import validate_chat_request
 

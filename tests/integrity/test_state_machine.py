@@ -30,8 +30,8 @@ from rest_framework.test import APIClient
 
 from tests.approvalapp.models import Counter
 from toolcalling import approval
-from toolcalling.engine import ModelReply, RequestedCall, Usage
 from toolcalling.engine._storage import Ledger, claim
+from toolcalling.model_apis import ModelReply, RequestedCall, Usage
 from toolcalling.models import Conversation, Message, ToolCall, UsageCounter
 from toolcalling.testing import Reply
 from toolcalling.testing import ToolCall as ScriptedCall

@@ -8,7 +8,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.approval.conftest import approver  # noqa: F401  (a staff member who may approve calls)
-from toolcalling.engine import load_messages, to_openai
+from toolcalling.engine._storage import load_messages, to_openai
 from toolcalling.models import Conversation, UsageCounter
 from toolcalling.testing import validate_chat_request
 

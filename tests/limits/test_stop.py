@@ -14,8 +14,8 @@ from rest_framework.test import APIClient
 
 from tests.services import wait_until
 from toolcalling import Assistant, approval, streaming
-from toolcalling.engine import ModelReply, RequestedCall, Usage
 from toolcalling.engine._storage import Ledger, claim
+from toolcalling.model_apis import ModelReply, RequestedCall, Usage
 from toolcalling.models import Conversation, ToolCall
 from toolcalling.testing import Reply
 from toolcalling.testing import ToolCall as ScriptedCall

@@ -70,8 +70,9 @@ def test_a_call_takes_the_chat_path_and_is_stored_for_the_admin(endpoint, alice,
     tool_call = ToolCall.objects.get(name="whoami")
     conversation = tool_call.conversation
     assert (conversation.user, conversation.assistant_id, conversation.status) == (alice, "helper", "idle")
+    assert conversation.origin == "mcp"  # no model asked for the call, and none is asked about its result
     messages = list(conversation.messages.order_by("id"))
-    assert [(m.role, m.model) for m in messages] == [("assistant", "client:mcp"), ("tool", "")]
+    assert [(m.role, m.model) for m in messages] == [("assistant", ""), ("tool", "")]
     assert messages[1].tool_call_id == tool_call.call_id  # answered right after, as the API requires
     assert tool_call.status == "succeeded"
     admin = get_user_model().objects.create_superuser("root", password="pw")
@@ -186,6 +187,6 @@ def test_a_gated_call_waits_for_approval_and_its_outcome_can_be_read_later(endpo
     }
     conversation = Conversation.objects.get(pk=stored.conversation_id)
     assert conversation.status == "idle"  # over: no model asked for the call, so none is asked now
-    assert not Message.objects.filter(conversation=conversation, role="assistant", model="").exists()
+    assert Message.objects.filter(conversation=conversation, role="assistant").count() == 1  # the client's call
     other = call(endpoint, "alice", "get_tool_call_status", {"tool_call_id": call_id + 1000})
     assert other.is_error

@@ -1,11 +1,12 @@
-"""One call's path — validate → limit → gate → run → answer — the same for a turn in a request, the stepper,
-and a worker running an approved call."""
+"""One call's path — limit → validate → gate → hooks → run → answer — the same for a turn in a request, the
+stepper, and a worker running an approved call. Each call ends in an ``Answer`` that the caller acts on."""
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
@@ -18,12 +19,26 @@ from ..hooks import TurnView
 from ..models import Message, ToolCall
 from ..toolkit import Tool, assistants, result_to_text, split_extras
 from . import _storage as storage
-from ._observers import Observers, Outcome
+from ._observers import Observers
 
 if TYPE_CHECKING:
     from ..toolkit import ToolContext
 
 logger = logging.getLogger("toolcalling")
+
+Outcome = tuple[str, str, str]  # a tool run's (status, text for the model, error)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    """How one call of an answer was dealt with."""
+
+    message: Message | None
+    """The tool message that answers the call, stored; ``None`` while the call waits for a decision."""
+    text: str | None
+    """What the model reads (the message's content); ``None`` while the call waits."""
+    error: ToolExecutionError | None = None
+    """With ``TOOL_ERRORS = "raise"``: the call failed, and the turn ends with this error once it has the message."""
 
 
 class Limits:
@@ -56,10 +71,10 @@ class Limits:
 class CallPath:
     """Runs the calls of one conversation's turn (or one approved call) with the tools offered to its user.
 
-    Writes go through ``ledger`` (the turn's claim). ``record`` is told of every message the path stores
-    (the turn adds it to the history it sends).
-    With ``raise_errors`` (``TOOL_ERRORS = "raise"`` in a request) a failed call is answered and then
-    ends the turn with ``ToolExecutionError``; otherwise the failure is the result the model reads.
+    Writes go through ``ledger`` (the turn's claim). Every method returns what it stored; the caller adds it
+    to its history and then tells the observers (``answered``). With ``raise_errors`` (``TOOL_ERRORS =
+    "raise"`` in a request) a failed call's answer carries the ``ToolExecutionError`` that ends the turn;
+    otherwise the failure is the result the model reads.
     """
 
     def __init__(
@@ -68,8 +83,8 @@ class CallPath:
         view: TurnView,
         tools: dict[str, Tool],
         observers: Observers,
+        hooks: Iterable[Any] = (),
         ledger: storage.Ledger,
-        record: Callable[[Message], None],
         limits: Limits | None = None,
         extras: type[BaseModel] | None = None,
         extras_exempt: Iterable[str] = (),
@@ -79,16 +94,16 @@ class CallPath:
         self.ctx: ToolContext = view.context
         self.tools = tools
         self.observers = observers
+        self.hooks = list(hooks)
         self.ledger = ledger
-        self.record = record
         self.started: set[int] = set()  # calls whose tool began to run (they may have taken effect)
         self.limits = limits or Limits()
         self.extras = extras
         self.extras_exempt = set(extras_exempt)
         self.raise_errors = raise_errors
 
-    def handle(self, call: ToolCall) -> str | None:
-        """Validate, limit, gate, run and answer one call; the text the model reads, ``None`` while it waits."""
+    def handle(self, call: ToolCall) -> Answer:
+        """Limit, validate, gate, run and answer one call."""
         over = self.limits.take(call.name)
         if over is not None:
             if toolcalling_settings.ON_LIMIT_EXCEEDED == "raise":
@@ -112,29 +127,27 @@ class CallPath:
             call.approver = tool.approver  # stored with the wait: who decides is fixed when the call starts waiting
             self.ledger.wait_for_approval(call)
             self.observers.call_waiting(call)
-            return None
+            return Answer(message=None, text=None)
         with self.observers.tool_span(call):
             status, text, error = self._run(tool, call, arguments)
             if status == ToolCall.Status.FAILED:
                 return self._fail(call, text, error, detail=f"Tool {tool.name!r} failed: {error}")
             return self._answer(call, status, text, error)
 
-    def answer_decided(self, call: ToolCall, status: str, text: str) -> str:
+    def answer_decided(self, call: ToolCall, status: str, text: str) -> Answer:
         """Answer a call its caller decided not to run (the stepper's ``skip`` and ``reject``); it still counts."""
         self.limits.take(call.name)
         return self._answer(call, status, text, "" if status == ToolCall.Status.SUCCEEDED else text)
 
-    def withdraw(self, call: ToolCall, text: str) -> None:
+    def withdraw(self, call: ToolCall, text: str) -> Message:
         """Answer a call that will not run because its turn was stopped (one awaiting approval included)."""
-        message = self.ledger.answer_call(call, status=ToolCall.Status.CANCELLED, result=text, error=text, waiting=True)
-        self.record(message)
-        self.observers.answered(call)
+        return self.ledger.answer_call(call, status=ToolCall.Status.CANCELLED, result=text, error=text, waiting=True)
 
-    def run_approved(self, call: ToolCall, *, note: str = "") -> bool:
+    def run_approved(self, call: ToolCall, *, note: str = "") -> Message | None:
         """Run a call a worker moved from ``approved`` to ``running``, and answer it if it is still ``running``.
 
-        ``note`` goes before the result (e.g. that an approver changed the arguments). Returns False when
-        the call was answered meanwhile (a sweep failed it); nothing is then stored twice.
+        ``note`` goes before the result (e.g. that an approver changed the arguments). Returns the answer's
+        message, or ``None`` when the call was answered meanwhile (a sweep failed it): nothing is stored twice.
         """
         with self.observers.tool_span(call):
             status, text, error = self._run_approved(call)
@@ -143,10 +156,8 @@ class CallPath:
             )
         if message is None:
             logger.warning("tool call %s was answered while it ran; its result is dropped: %s", call.pk, text)
-            return False
-        self.record(message)
-        self.observers.answered(call)
-        return True
+            return None
+        return message
 
     # The steps --------------------------------------------------------------------------------------
 
@@ -167,11 +178,19 @@ class CallPath:
         call.started_at = call.started_at or timezone.now()
         self.ctx.tool_call = call
 
-        def invoke() -> Outcome:
-            self.started.add(call.pk)  # from here on the tool may take effect, whatever happens next
-            return run_tool(tool, self.ctx, arguments)
-
-        return self.observers.run_tool(call, invoke)
+        self.observers.tool_started(call)
+        for hook in self.hooks:  # a hook may answer instead of the tool
+            replaced = hook.before_tool_call(self.view, call, call.arguments)
+            if replaced is not None:
+                return ToolCall.Status.SUCCEEDED, replaced, ""
+        self.started.add(call.pk)  # from here on the tool may take effect, whatever happens next
+        status, text, error = run_tool(tool, self.ctx, arguments)
+        call.status, call.error = status, error
+        for hook in reversed(self.hooks):  # the outcome is known; a hook may replace the text the model reads
+            changed = hook.after_tool_call(self.view, call, text)
+            if changed is not None:
+                text = changed
+        return status, text, error
 
     def _run_approved(self, call: ToolCall) -> Outcome:
         revoked = revoked_right(self.view.assistant, self.view.user, call.name)
@@ -188,18 +207,17 @@ class CallPath:
 
     def _fail(
         self, call: ToolCall, text: str, error: str | None = None, *, detail: str = "", cause: Exception | None = None
-    ) -> str:
-        """Answer a failed call; with ``raise_errors`` the turn then ends. The one place that decides it."""
-        self._answer(call, ToolCall.Status.FAILED, text, text if error is None else error)
-        if self.raise_errors:
-            raise ToolExecutionError(detail or text.removeprefix("Error: ")) from cause
-        return text
+    ) -> Answer:
+        """Answer a failed call; with ``raise_errors`` the answer ends the turn. The one place that decides it."""
+        answer = self._answer(call, ToolCall.Status.FAILED, text, text if error is None else error)
+        if not self.raise_errors:
+            return answer
+        failure = ToolExecutionError(detail or text.removeprefix("Error: "))
+        failure.__cause__ = cause
+        return Answer(message=answer.message, text=text, error=failure)
 
-    def _answer(self, call: ToolCall, status: str, text: str, error: str = "") -> str:
-        message = self.ledger.answer_call(call, status=status, result=text, error=error)
-        self.record(message)
-        self.observers.answered(call)
-        return text
+    def _answer(self, call: ToolCall, status: str, text: str, error: str = "") -> Answer:
+        return Answer(message=self.ledger.answer_call(call, status=status, result=text, error=error), text=text)
 
 
 def run_tool(tool: Tool, ctx: ToolContext, arguments: BaseModel) -> Outcome:
@@ -234,8 +252,13 @@ def run_approved_call(call: ToolCall, *, note: str = "") -> bool:
     user = conversation.user  # the requester, never the approver
     view = TurnView(assistant=assistant, conversation=conversation, user=user,
                     context=assistant.build_context(user, conversation))  # fmt: skip
-    observers = Observers(view, assistant.get_hooks())
+    observers = Observers(view)
     tools = {t.name: t for t in assistant.get_tools(view.context)}
     ledger = storage.Ledger(conversation)  # no turn holds the conversation: the call's status guards its answer
-    path = CallPath(view=view, tools=tools, observers=observers, ledger=ledger, record=observers.message_added)
-    return path.run_approved(call, note=note)
+    path = CallPath(view=view, tools=tools, observers=observers, hooks=assistant.get_hooks(), ledger=ledger)
+    message = path.run_approved(call, note=note)
+    if message is None:
+        return False
+    observers.message_added(message)  # announced before the call's outcome, as in a turn
+    observers.answered(call)
+    return True

@@ -1,8 +1,9 @@
-"""The one fan-out of a turn: hooks, Django signals, the event stream and listeners, OpenTelemetry and logs.
+"""The one fan-out of a turn: Django signals, the event stream and listeners, OpenTelemetry and logs.
 
-The turn and the call path only say what happened (``observers.model_call(...)``, ``observers.answered(...)``);
-this class tells everyone who listens, in a fixed order. No other module of the loop calls a hook, sends a
-signal, publishes an event or opens a span.
+The turn and the call path say what happened (``observers.answered(call)``) and this class tells everyone
+who listens, in a fixed order. Observers only observe: they decide nothing and change nothing of the turn
+(hooks, which may, are called by the turn and the call path themselves). No other module of the loop sends
+a signal, publishes an event or opens a span.
 """
 
 from __future__ import annotations
@@ -20,13 +21,12 @@ from . import _telemetry as telemetry
 
 if TYPE_CHECKING:
     from ..hooks import ModelRequest, TurnView
+    from ..model_apis import ModelReply
     from ..models import Message
-    from ._replies import ModelReply
 
 logger = logging.getLogger("toolcalling")
 
 Listener = Callable[[str, dict[str, Any]], None]
-Outcome = tuple[str, str, str]  # a tool run's (status, text for the model, error)
 
 
 def describe_call(call: ToolCall) -> dict[str, Any]:
@@ -45,9 +45,8 @@ def describe_message(message: Message) -> dict[str, Any]:
 class Observers:
     """Everyone who hears of one turn (or of one approved call run on a worker)."""
 
-    def __init__(self, view: TurnView, hooks: Iterable[Any], listeners: Iterable[Listener] = ()) -> None:
+    def __init__(self, view: TurnView, listeners: Iterable[Listener] = ()) -> None:
         self.view = view
-        self.hooks = list(hooks)
         self.listeners = list(listeners)
         self.sender = type(view.assistant)
         self.span: Any = None
@@ -71,19 +70,18 @@ class Observers:
 
     def turn_started(self) -> None:
         self.span = telemetry.start_turn(self.view)
-        self._hooks("on_turn_start")
 
     def turn_failed(self, detail: str) -> None:
         self.emit("error", {"detail": detail})
 
     def turn_ended(self) -> None:
-        """The turn's status is stored: ``on_turn_end`` hooks, ``turn_finished``, the ``turn_end`` event."""
-        try:
-            self._hooks("on_turn_end", self.view.messages, reverse=True)
-            signals.turn_finished.send(self.sender, turn=self.view, messages=self.view.messages)
-            self.emit("turn_end", {"status": self.view.conversation.status, "stopped": self.view.stopped})
-        finally:
-            telemetry.end_turn(self.span, self.view)
+        """The turn's status is stored (and its ``on_turn_end`` hooks ran): ``turn_finished``, ``turn_end``."""
+        signals.turn_finished.send(self.sender, turn=self.view, messages=self.view.messages)
+        self.emit("turn_end", {"status": self.view.conversation.status, "stopped": self.view.stopped})
+
+    def turn_closed(self) -> None:
+        """The turn is over, however it ended: its span ends."""
+        telemetry.end_turn(self.span, self.view)
 
     def turn_abandoned(self, detail: str) -> None:
         """The turn lost its claim: no hook, signal or event speaks for it any more; its span ends."""
@@ -95,15 +93,16 @@ class Observers:
 
     # Model calls ------------------------------------------------------------------------------------
 
-    def model_call(self, request: ModelRequest, send: Callable[[ModelRequest], ModelReply]) -> ModelReply:
-        """Around one model call: hooks may change ``request`` before ``send`` sends it, and see the reply after."""
-        self._hooks("before_model_call", request)
+    @contextmanager
+    def model_call(self, request: ModelRequest) -> Iterator[Callable[[ModelReply], None]]:
+        """Around one model call, which the turn makes inside: it reports the reply through the function given."""
         signals.model_call_started.send(self.sender, turn=self.view, request=request)
         started = time.monotonic()
+        replies: list[ModelReply] = []
         with telemetry.model_call(self.view, request, self.span) as span:
-            reply = send(request)
-            telemetry.record_reply(span, reply)
-        self.view.model_calls += 1
+            yield replies.append
+            telemetry.record_reply(span, replies[-1])
+        reply = replies[-1]
         duration_ms = (time.monotonic() - started) * 1000
         logger.info(
             "model call %s: %d tool calls, %d tokens, %.0f ms",
@@ -113,9 +112,7 @@ class Observers:
             duration_ms,
             extra={"conversation": str(self.view.conversation.pk)},
         )
-        self._hooks("after_model_call", reply, reverse=True)
         signals.model_call_finished.send(self.sender, turn=self.view, reply=reply, duration_ms=duration_ms)
-        return reply
 
     # Tool calls -------------------------------------------------------------------------------------
 
@@ -128,22 +125,10 @@ class Observers:
         finally:
             telemetry.end_tool(span, call)
 
-    def run_tool(self, call: ToolCall, run: Callable[[], Outcome]) -> Outcome:
-        """Around one tool run: a ``before_tool_call`` hook may answer instead of the tool; ``after_tool_call``
-        hooks see the outcome (``call.status``, ``call.error``) and may replace the text the model reads."""
+    def tool_started(self, call: ToolCall) -> None:
+        """A call is about to run (its ``before_tool_call`` hooks come next)."""
         signals.tool_call_started.send(self.sender, turn=self.view, tool_call=call)
         self.emit("tool_call_started", describe_call(call))
-        for hook in self.hooks:
-            replaced = hook.before_tool_call(self.view, call, call.arguments)
-            if replaced is not None:
-                return ToolCall.Status.SUCCEEDED, replaced, ""
-        status, text, error = run()
-        call.status, call.error = status, error
-        for hook in reversed(self.hooks):
-            changed = hook.after_tool_call(self.view, call, text)
-            if changed is not None:
-                text = changed
-        return status, text, error
 
     def answered(self, call: ToolCall) -> None:
         """A call's outcome and its tool message are stored (the message was announced first)."""
@@ -157,9 +142,3 @@ class Observers:
 
     def awaiting_approval(self, calls: list[ToolCall]) -> None:
         self.emit("awaiting_approval", {"tool_calls": [describe_call(c) for c in calls]})
-
-    # Internals --------------------------------------------------------------------------------------
-
-    def _hooks(self, step: str, *args: Any, reverse: bool = False) -> None:
-        for hook in reversed(self.hooks) if reverse else self.hooks:
-            getattr(hook, step)(self.view, *args)

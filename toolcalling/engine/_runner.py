@@ -17,7 +17,8 @@ from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
 from . import _storage as storage
 from ._observers import Listener
-from ._turn import IDLE, STOPPED, Turn
+from ._steps import Answered, CallsAnswered
+from ._turn import Turn
 
 if TYPE_CHECKING:
     from ..assistant import Assistant
@@ -62,7 +63,7 @@ def conversation_for(assistant: Assistant, user: Any, conversation: Conversation
     if not assistant.has_permission(user):
         raise PermissionDenied(f"{user!r} may not use the assistant {assistant.id!r}.")
     if conversation is None:
-        return Conversation.objects.create(user=user, assistant_id=assistant.id)
+        return Conversation.objects.create(user=user, assistant_id=assistant.id, origin=Conversation.Origin.CODE)
     if conversation.user_id != user.pk:
         raise PermissionDenied(f"The conversation {conversation.pk} belongs to another user.")
     if conversation.assistant_id != assistant.id:
@@ -91,36 +92,36 @@ def run_turn(
 class Step:
     """One model answer with tool calls. Decide each call (``skip``, ``reject``; the rest run), then ``execute``."""
 
-    def __init__(self, turn: Turn, calls: list[ToolCall]) -> None:
-        self.turn = turn
-        self.calls = calls
-        self.decisions: dict[int, tuple[str, str]] = {}
+    def __init__(self, stepper: Stepper, answered: Answered) -> None:
+        self.stepper = stepper
+        self.answered = answered
         self.executed = False
 
     @property
     def message(self) -> Message:
         """The stored assistant message that asked for the calls."""
-        return self.calls[0].message
+        return self.answered.message
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return self.answered.calls
 
     def skip(self, call: ToolCall, result: str) -> None:
         """Do not run the tool; the model reads ``result`` as if the tool had returned it."""
-        self.decisions[self._own(call).pk] = (ToolCall.Status.SUCCEEDED, result)
+        self.answered.decisions[self._own(call).pk] = (ToolCall.Status.SUCCEEDED, result)
 
     def reject(self, call: ToolCall, reason: str = "") -> None:
         """Do not run the tool; the model is told it was rejected (and why)."""
         text = f"Not run: the call was rejected{': ' + reason if reason else ''}."
-        self.decisions[self._own(call).pk] = (ToolCall.Status.REJECTED, text)
+        self.answered.decisions[self._own(call).pk] = (ToolCall.Status.REJECTED, text)
 
     def execute(self) -> None:
         """Answer every call: run the undecided ones (through validation, limits, approval and hooks)."""
         if self.executed:
             raise RuntimeError("This step was executed already.")
         self.executed = True
-        with self.turn.guard():
-            self.turn.ledger.check_stop()  # the caller may have taken its time since the answer was stored
-            ending = self.turn.run_calls(self.calls, self.decisions)
-            if ending is not None:
-                self.turn.end(ending)
+        self.answered.held = True  # the caller may have taken its time since the answer was stored
+        self.stepper.run_calls()
 
     def _own(self, call: ToolCall) -> ToolCall:
         if call not in self.calls:
@@ -129,7 +130,10 @@ class Step:
 
 
 class Stepper:
-    """A turn driven by the caller: each ``next()`` asks the model until it requests calls (a ``Step``) or is done."""
+    """A turn driven by the caller: each ``next()`` asks the model until it requests calls (a ``Step``) or is done.
+
+    It consumes ``Turn.iter()`` and pauses it at each answer with calls, until the step is executed.
+    """
 
     def __init__(
         self,
@@ -142,7 +146,7 @@ class Stepper:
     ) -> None:
         self.conversation = conversation_for(assistant, user, conversation)
         self.turn = Turn(assistant, self.conversation, user=user, output_type=output_type)
-        self.content = content
+        self.steps = self.turn.iter(content)
         self.started = False
         self.current: Step | None = None
 
@@ -150,25 +154,19 @@ class Stepper:
         """The next answer that asks for calls; ``None`` when the turn is over (answered, waiting or failed)."""
         if self.current is not None and not self.current.executed:
             raise RuntimeError("Execute the previous step (step.execute()) before asking for the next one.")
-        turn = self.turn
-        if not self.started:
-            self.started = True
-            turn.claim()
-            with turn.guard():
-                turn.start(self.content)
+        self.started = True
         self.current = None
-        while not turn.ended:
-            calls: list[ToolCall] = []
-            with turn.guard():
-                calls = turn.answer()
-                if calls is None:
-                    turn.end(STOPPED)
-                elif not calls:
-                    turn.end(IDLE)
-            if calls and not turn.ended:
-                self.current = Step(turn, calls)
+        for step in self.steps:
+            if isinstance(step, Answered) and step.calls:
+                self.current = Step(self, step)
                 return self.current
         return None
+
+    def run_calls(self) -> None:
+        """Let the turn run the current step's calls; if they end the turn, its end is stored too."""
+        outcome = next(self.steps)
+        if isinstance(outcome, CallsAnswered) and outcome.ending is not None:
+            next(self.steps, None)
 
     def __iter__(self) -> Iterator[Step]:
         while (step := self.next()) is not None:
@@ -178,9 +176,8 @@ class Stepper:
         """Stop a running turn: open calls are answered as cancelled and the conversation is marked failed."""
         if self.started and not self.turn.ended:
             try:
-                with self.turn.guard():
-                    raise TurnError(reason)
-            except TurnError:
+                self.steps.throw(TurnError(reason))
+            except (TurnError, StopIteration):
                 pass
 
     @property

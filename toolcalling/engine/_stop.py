@@ -12,7 +12,7 @@ from ..conf import toolcalling_settings
 from ..exceptions import NotRegistered, NotRunning
 from ..models import Conversation
 from ..toolkit import assistants
-from ._turn import STOPPED, Turn
+from ._turn import Turn
 
 RUNNING = Conversation.Status.RUNNING
 
@@ -38,7 +38,4 @@ def stop_turn(conversation: Conversation) -> None:
         assistant = assistants.get(conversation.assistant_id)()
     except NotRegistered:
         return  # nothing can run it; the next message takes it over as usual
-    turn = Turn(assistant, conversation)
-    if turn.take_over():
-        with turn.guard():
-            turn.end(STOPPED)
+    Turn(assistant, conversation).end_stale()

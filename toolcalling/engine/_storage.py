@@ -25,11 +25,11 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ..exceptions import TurnInterrupted
+from ..model_apis import ModelReply, Usage
 from ..models import Conversation, Message, ToolCall, UsageCounter
 from ..toolkit import storable, storable_json, unique_call_ids
 from ..usage import Meter
 from . import _sql as sql
-from ._replies import ModelReply, Usage
 
 logger = logging.getLogger("toolcalling")
 

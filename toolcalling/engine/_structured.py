@@ -13,7 +13,7 @@ from ..exceptions import ImproperlyDefined
 from ..toolkit import describe_validation_error
 
 if TYPE_CHECKING:
-    from ._replies import ModelReply
+    from ..model_apis import ModelReply
 
 JSON_SCHEMA = "json_schema"
 JSON_OBJECT = "json_object"

@@ -10,8 +10,8 @@ from ..conf import toolcalling_settings
 
 if TYPE_CHECKING:
     from ..hooks import ModelRequest, TurnView
+    from ..model_apis import ModelReply
     from ..models import ToolCall
-    from ._replies import ModelReply
 
 try:
     from opentelemetry import trace

@@ -11,13 +11,12 @@ from django.utils.translation import gettext
 
 from ..engine import call_directly, tool_definitions
 from ..exceptions import TurnError
-from ..models import ToolCall
+from ..models import Conversation, ToolCall
 
 if TYPE_CHECKING:
     from ..assistant import Assistant
 
 STATUS_TOOL = "get_tool_call_status"
-CLIENT = "mcp"
 FINISHED = (ToolCall.Status.SUCCEEDED, ToolCall.Status.FAILED, ToolCall.Status.REJECTED)
 FINISHED += (ToolCall.Status.CANCELLED, ToolCall.Status.EXPIRED)
 
@@ -87,7 +86,9 @@ class ServedTools:
             raise UnknownTool(name)
         title = gettext("MCP: %(tool)s") % {"tool": name}
         try:
-            call = call_directly(self.assistant, self.user, name, arguments, client=CLIENT, title=title)
+            call = call_directly(
+                self.assistant, self.user, name, arguments, origin=Conversation.Origin.MCP, title=title
+            )
         except TurnError as exc:  # TOOL_ERRORS = "raise": the call is stored as failed, the client is told why
             return Outcome(str(exc), error=True)
         if call is None:

@@ -1,56 +1,106 @@
-"""Model replies, validated where they enter: what is not a valid Chat Completion (or stream of chunks)
-becomes a ``ModelError`` before anything of it is stored.
+"""Chat Completions: the API of OpenAI and of every OpenAI-compatible server, through the official SDK.
 
-Replies are read from the JSON the endpoint sent, not from the SDK's unvalidated objects, so a
-``"message": null``, a call without a name or a body that is not JSON is caught here. Missing call
-ids are left empty: storage gives every call a usable, unique id.
+Requests go out as the JSON the turn already holds, through the SDK's own client (authentication, retries,
+time-outs, error types) and its plain ``post``; answers are read from the JSON the endpoint sent, not from
+the SDK's unvalidated objects, so a ``"message": null``, a call without a name or a body that is not JSON
+becomes a ``ModelError`` before anything of it is stored. Missing call ids are left empty: storage gives
+every call a usable, unique id.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
+import httpx2
+import openai
 from django.utils.translation import gettext as _
 
+from ..conf import toolcalling_settings
 from ..exceptions import ModelError
+from ._base import DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, Usage, invalid
+
+if TYPE_CHECKING:
+    from ..hooks import ModelRequest
+
+PATH = "/chat/completions"
 
 
-@dataclass(kw_only=True)
-class RequestedCall:
-    """One tool call in a model answer, as the model sent it."""
+class ChatCompletions(ModelAPI):
+    """Sends one Chat Completions request and returns a validated ``ModelReply``; errors become ``ModelError``."""
 
-    id: str
-    name: str
-    arguments: str
+    features = Features(name="chat_completions")
+
+    def __init__(self, client: openai.OpenAI) -> None:
+        self.client = client
+
+    def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
+        body: dict[str, Any] = {
+            "model": request.model,
+            "messages": request.messages,
+            **toolcalling_settings.MODEL_OPTIONS,
+            **request.options,
+        }
+        if request.tools:
+            body["tools"] = request.tools
+        options = request_options(body)
+        try:
+            if on_delta is not None:
+                return self._stream(body, options, on_delta)
+            response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
+            return reply_from_completion(parse_json(response.content), request.model)
+        except openai.APIStatusError as exc:
+            values = {"status": exc.status_code, "message": _api_message(exc)}
+            raise ModelError(_("The model endpoint answered %(status)s: %(message)s") % values) from exc
+        except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
+            raise ModelError(_("The model endpoint did not answer in time.")) from exc
+        except (openai.APIConnectionError, httpx2.TransportError) as exc:
+            raise ModelError(_("Could not reach the model endpoint: %(error)s") % {"error": exc}) from exc
+        except openai.OpenAIError as exc:
+            raise ModelError(_("The model request failed: %(error)s") % {"error": exc}) from exc
+
+    def _stream(self, body: dict[str, Any], options: openai.RequestOptions, on_delta: DeltaCallback) -> ModelReply:
+        """Stream an answer; a server that answers with one JSON completion instead is read as such."""
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response, stream=True)
+        try:
+            if response.headers.get("content-type", "").startswith("application/json"):
+                reply = reply_from_completion(parse_json(response.read()), body["model"])
+                if reply.content:
+                    on_delta(reply.content)
+                return reply
+            assembler = StreamAssembler(body["model"], on_delta)
+            assembler.feed_lines(response.iter_lines())
+            return assembler.finish()
+        finally:
+            response.close()
 
 
-@dataclass(kw_only=True)
-class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
+def request_options(body: dict[str, Any]) -> openai.RequestOptions:
+    """Take the SDK's per-request options (``extra_headers``, ``extra_query``, ``extra_body``, ``timeout``) out
+    of ``body``, where ``MODEL_OPTIONS`` and ``model_options`` put them, as ``create()`` would accept them."""
+    options: openai.RequestOptions = {"security": {"bearer_auth": True}}
+    if "extra_headers" in body:
+        options["headers"] = body.pop("extra_headers")
+    if "extra_query" in body:
+        options["params"] = body.pop("extra_query")
+    if "timeout" in body:
+        options["timeout"] = body.pop("timeout")
+    body.update(body.pop("extra_body", None) or {})
+    return options
 
 
-@dataclass(kw_only=True)
-class ModelReply:
-    """A model answer: text, tool calls, or both."""
-
-    content: str | None
-    tool_calls: list[RequestedCall] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    model: str = ""
-    finish_reason: str | None = None
+def _api_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+    return exc.message
 
 
-DeltaCallback = Callable[[str], None]
-
-
-def invalid(problem: str) -> ModelError:
-    text = _("The model endpoint answered something that is not a valid completion: %(problem)s.")
-    return ModelError(text % {"problem": problem})
+# Reading answers ----------------------------------------------------------------------------------------
 
 
 def parse_json(raw: bytes | str) -> Any:

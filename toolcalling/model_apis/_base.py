@@ -1,0 +1,82 @@
+"""What every model API implements, and the replies it gives: the one interface the loop speaks to.
+
+As Django's database backends share ``BaseDatabaseWrapper`` and say what differs in ``features``, each model
+API is a ``ModelAPI`` that sends one ``ModelRequest`` (built by the turn from the stored messages, in Chat
+Completions' message shape) and returns a validated ``ModelReply``; what differs between APIs is a
+``Features`` object, so code above never asks which API it has.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+from django.utils.translation import gettext as _
+
+from ..exceptions import ModelError
+
+if TYPE_CHECKING:
+    from ..hooks import ModelRequest
+
+DeltaCallback = Callable[[str], None]
+
+
+@dataclass(kw_only=True)
+class RequestedCall:
+    """One tool call in a model answer, as the model sent it."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(kw_only=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+@dataclass(kw_only=True)
+class ModelReply:
+    """A model answer: text, tool calls, or both."""
+
+    content: str | None
+    tool_calls: list[RequestedCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Features:
+    """What a model API can do, for the code that must know (never ``if api == ...``)."""
+
+    name: str
+    """The API's name, as ``TOOLCALLING["API"]`` spells it."""
+    streams: bool = True
+    """Whether answers can be streamed as text deltas."""
+    structured_output: bool = True
+    """Whether the request can carry a JSON schema the answer must follow (``response_format``)."""
+
+
+class ModelAPI(abc.ABC):
+    """One model API: ``send`` asks the model once and returns a validated ``ModelReply``.
+
+    Errors of any kind (the endpoint's status, a time-out, an answer that is not a valid reply) are raised
+    as ``ModelError``, before anything of the answer is stored.
+    """
+
+    features: ClassVar[Features]
+
+    @abc.abstractmethod
+    def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
+        """Ask the model once. With ``on_delta``, stream the answer and call it with each text delta."""
+
+
+def invalid(problem: str) -> ModelError:
+    """The error for an answer that is not a valid reply of its API."""
+    text = _("The model endpoint answered something that is not a valid completion: %(problem)s.")
+    return ModelError(text % {"problem": problem})
