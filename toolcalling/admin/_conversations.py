@@ -52,7 +52,7 @@ class ToolCallInline(ReadOnlyInline):
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     list_display = ["__str__", "user", "assistant_id", "status", "total_tokens", "updated_at"]
-    list_filter = ["status", "assistant_id", ("user", admin.RelatedOnlyFieldListFilter), "created_at"]
+    list_filter = ["status", "origin", "assistant_id", ("user", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["title", "user__username", "id"]
     # Only the title may change: who it belongs to, where it stands and what it cost are the audit trail.
     readonly_fields = [

@@ -133,6 +133,7 @@ class ConversationSerializer(serializers.ModelSerializer):
             "assistant",
             "title",
             "status",
+            "origin",
             "error",
             "prompt_tokens",
             "completion_tokens",
