@@ -113,7 +113,6 @@ def _client(server: MCPServer, headers: Mapping[str, str]) -> Any:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
     from mcp.types import Implementation
 
     info = Implementation(name=CLIENT_NAME, version=_version())
@@ -122,7 +121,9 @@ def _client(server: MCPServer, headers: Mapping[str, str]) -> Any:
     async def connected() -> Any:
         async with AsyncExitStack() as stack:
             if server.url is not None:
-                http = create_mcp_http_client(headers=dict(headers), timeout=httpx2.Timeout(server.timeout))
+                # A plain client, as the SDK's transports make one: redirects are not followed (the transport follows
+                # those that stay on the server's origin itself).
+                http = httpx2.AsyncClient(headers=dict(headers), timeout=httpx2.Timeout(server.timeout))
                 await stack.enter_async_context(http)
                 target: Any = streamable_http_client(server.url, http_client=http, terminate_on_close=True)
             else:
