@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
-from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext as _
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -145,7 +145,9 @@ def _site_celery_app() -> Celery | None:
 
     if not default_app:  # the proxy of None: no app was made the default
         return None
-    if default_app.main == "default" and not default_app.fixups:  # Celery's own fallback, not the site's
+    # Celery's own fallback, made by a use of current_app before the site's app: named "default", without fix-ups.
+    # celery-types does not declare the fixups attribute that Celery.__init__ sets.
+    if default_app.main == "default" and not default_app.fixups:  # type: ignore[attr-defined]
         return None
     return default_app
 
@@ -192,7 +194,7 @@ def check_celery_wiring(app_configs: Any = None, **kwargs: Any) -> list[checks.C
                 id="toolcalling.E004",
             )
         )
-    elif gated and not eager and not app.conf.broker_url:
+    elif gated and app is not None and not eager and not app.conf.broker_url:
         messages.append(
             checks.Warning(
                 _(

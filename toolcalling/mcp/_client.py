@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -135,15 +135,15 @@ def _client(server: MCPServer, headers: Mapping[str, str]) -> Any:
     return connected()
 
 
-def _in_event_loop(main: Callable[[], Awaitable[T]]) -> T:
+def _in_event_loop(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a coroutine function to completion from synchronous code, whatever runs in this thread."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(main())  # type: ignore[arg-type]
+        return asyncio.run(main())
     # Called from inside an event loop (an async view, say): the loop cannot be blocked on, so use a thread.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(lambda: asyncio.run(main())).result()  # type: ignore[arg-type]
+        return pool.submit(lambda: asyncio.run(main())).result()
 
 
 def _describe(exc: BaseException) -> str:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 STATUS_TOOL = "get_tool_call_status"
 CLIENT = "mcp"
-FINISHED = (ToolCall.Status.SUCCEEDED, ToolCall.Status.FAILED, ToolCall.Status.REJECTED)
+FINISHED: tuple[ToolCall.Status, ...] = (ToolCall.Status.SUCCEEDED, ToolCall.Status.FAILED, ToolCall.Status.REJECTED)
 FINISHED += (ToolCall.Status.CANCELLED, ToolCall.Status.EXPIRED)
 
 STATUS_SCHEMA = {
