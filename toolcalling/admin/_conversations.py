@@ -34,14 +34,12 @@ class ReadOnlyInline(admin.TabularInline):
 
 class MessageInline(ReadOnlyInline):
     model = Message
-    fields = ["id", "role", "content", "tool_call_id", "total_tokens", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("id", "role", "content", "tool_call_id", "total_tokens", "created_at")
 
 
 class ToolCallInline(ReadOnlyInline):
     model = ToolCall
-    fields = ["name", "status", "arguments_display", "result", "error", "duration_ms"]
-    readonly_fields = fields
+    fields = readonly_fields = ("name", "status", "arguments_display", "result", "error", "duration_ms")
     show_change_link = True
 
     @admin.display(description=_("arguments"))
