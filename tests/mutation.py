@@ -58,11 +58,10 @@ def take_worker_hits() -> set[str]:
 
 
 def select(config: Any, items: list[Any]) -> None:
-    """Keep the tests under ``TOOLCALLING_MUTATION_TESTS`` (paths, space-separated, set by the script) in the
-    clean run and against mutants; when a mutant is tried, the quickest first. The stats, and mutmut's listing of
-    the tests, keep every test: they are shared by the areas' runs."""
+    """Keep the tests under ``TOOLCALLING_MUTATION_TESTS`` (paths, space-separated, set by the script for one
+    area's run, in each of mutmut's phases); when a mutant is tried, the quickest first."""
     areas = os.environ.get("TOOLCALLING_MUTATION_TESTS", "").split()
-    if not areas or os.environ.get("MUTANT_UNDER_TEST") in ("stats", "mutant_generation"):
+    if not areas:
         return
     kept = [item for item in items if any(item.nodeid.startswith(area) for area in areas)]
     if len(kept) < len(items):
