@@ -6,7 +6,8 @@
 #   scripts/mutation.sh report                        only print the figures of what was run so far
 #
 # Results stay in mutants/ (ignored by git), so a run that stopped goes on where it was: only mutants not yet
-# tried are tried (MUTATION_RETRY=1 tries every mutant of the area again, after the tests changed).
+# tried are tried. After the tests changed, MUTATION_RETRY=survivors tries again the mutants not killed yet, and
+# MUTATION_RETRY=1 every mutant of the area.
 # MUTATION_TIMEOUT bounds each area's run in seconds (default 3600). One mutant at a time: the tests start their
 # own Redis, Celery worker and database on ports and files chosen once per run, and the machine is shared.
 set -uo pipefail
@@ -29,10 +30,11 @@ declare -A TESTS=(
 untried() {
   "$PY" - "$1" "${MUTATION_RETRY:-0}" <<'PYTHON'
 import fnmatch, json, pathlib, sys
-pattern, retry = sys.argv[1], sys.argv[2] == "1"
+pattern, retry = sys.argv[1], sys.argv[2]
 for meta in sorted(pathlib.Path("mutants").rglob("*.py.meta")):
     for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
-        if fnmatch.fnmatch(name, pattern) and (retry or code is None):
+        again = retry == "1" or (retry == "survivors" and code not in (1, 3))
+        if fnmatch.fnmatch(name, pattern) and (again or code is None):
             print(name)
 PYTHON
 }
@@ -75,7 +77,7 @@ for area in "${areas[@]}"; do
   if compgen -G "mutants/toolcalling/*/*.py.meta" >/dev/null; then
     mapfile -t names < <(untried "${MUTANTS[$area]}")
     if [ ${#names[@]} -eq 0 ]; then
-      echo "== $area: every mutant was tried already (MUTATION_RETRY=1 tries them again)"
+      echo "== $area: every mutant was tried already (MUTATION_RETRY=survivors or 1 tries them again)"
       continue
     fi
   else
