@@ -4,10 +4,12 @@ a call decided by someone else in the middle of a cancel or an expiry is skipped
 from contextlib import contextmanager
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 
 from tests.approval.test_decisions import post, tool_message
 from toolcalling import approval, signals
+from toolcalling.exceptions import AlreadyDecided
 from toolcalling.models import ToolCall
 from toolcalling.testutils import override_toolcalling
 
@@ -81,3 +83,12 @@ def test_a_call_decided_during_an_expiry_is_skipped_and_the_later_ones_still_exp
     assert [c.pk for c in expired] == [first.pk, third.pk]
     statuses = [ToolCall.objects.get(pk=c.pk).status for c in (first, second, third)]
     assert statuses == ["expired", "rejected", "expired"]
+
+
+def test_deciding_a_call_that_was_deleted_meanwhile_says_so(api, ops, model, approver):
+    [call] = waiting_calls(api, ops, model, "a")
+    ToolCall.objects.filter(pk=call.pk).delete()
+    with pytest.raises(AlreadyDecided) as info:
+        approval.approve(call, approver)
+    assert info.value.status == "deleted"
+    assert str(info.value.detail) == "This tool call was already decided: it is deleted."

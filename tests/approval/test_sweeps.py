@@ -107,3 +107,23 @@ def test_a_lease_has_ended_at_its_end_and_a_run_without_one_when_its_timeout_is_
     assert lease_expired(started, began + timeout)
     started.started_at = None  # neither: nothing says it may still run
     assert lease_expired(started, began)
+
+
+def test_a_lost_continuation_is_queued_again_once_it_is_more_than_a_minute_old(
+    api, model, approver, django_capture_on_commit_callbacks
+):
+    finished = api.post("/api/toolcalling/conversations/", {"assistant": "ops"}, format="json").json()
+    model.reply("Hello.")
+    assert post(api, finished, "hi").json()["status"] == "idle"  # nothing to continue there, however old
+    lost = waiting_call(api, model, "lost")
+    with django_capture_on_commit_callbacks(execute=False):
+        approval.reject(lost, approver)  # its continuation is never queued
+    stalled = Conversation.objects.get(pk=lost.conversation_id)
+    assert stalled.status == "awaiting_approval"
+    minute = stalled.updated_at + timedelta(seconds=60)
+    assert approval.continue_stalled(now=minute) == []  # a continuation may still be on its way
+    model.reply("Not bumped.")
+    tick = timedelta(microseconds=1)
+    assert [c.pk for c in approval.continue_stalled(now=minute + tick)] == [stalled.pk]
+    assert Conversation.objects.get(pk=stalled.pk).status == "idle"
+    model.assert_done()
