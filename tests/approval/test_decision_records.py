@@ -10,7 +10,7 @@ from django.utils import timezone
 from tests.approval.test_decisions import post, tool_message
 from toolcalling import approval, signals
 from toolcalling.exceptions import AlreadyDecided
-from toolcalling.models import ToolCall
+from toolcalling.models import Conversation, ToolCall
 from toolcalling.testutils import override_toolcalling
 
 
@@ -92,3 +92,26 @@ def test_deciding_a_call_that_was_deleted_meanwhile_says_so(api, ops, model, app
         approval.approve(call, approver)
     assert info.value.status == "deleted"
     assert str(info.value.detail) == "This tool call was already decided: it is deleted."
+
+
+def test_a_cancel_frees_only_its_own_conversation_and_marks_it_changed(api, ops, model, approver_api):
+    [call] = waiting_calls(api, ops, model, "a")
+    other = approver_api.post("/api/toolcalling/conversations/", {"assistant": "ops"}, format="json").json()
+    waiting_calls(approver_api, other, model, "b")  # carol's call waits too
+    before = Conversation.objects.get(pk=ops["id"]).updated_at
+    assert api.post(f"/api/toolcalling/conversations/{ops['id']}/cancel/").status_code == 200
+    freed = Conversation.objects.get(pk=ops["id"])
+    assert freed.status == "idle" and freed.updated_at > before
+    assert Conversation.objects.get(pk=other["id"]).status == "awaiting_approval"
+
+
+def test_a_cancel_leaves_a_conversation_that_something_else_took_meanwhile(api, ops, model):
+    first, second = waiting_calls(api, ops, model, "a", "b")
+
+    def taken(sender, tool_call, **kwargs):
+        if tool_call.pk == second.pk:  # as the last call is cancelled, a turn claims the conversation
+            Conversation.objects.filter(pk=ops["id"]).update(status="running")
+
+    with on(signals.tool_call_cancelled, taken):
+        assert len(approval.cancel_waiting(Conversation.objects.get(pk=ops["id"]), first.conversation.user)) == 2
+    assert Conversation.objects.get(pk=ops["id"]).status == "running"  # the claim wins; the cancel frees nothing
