@@ -115,3 +115,12 @@ def test_a_cancel_leaves_a_conversation_that_something_else_took_meanwhile(api, 
     with on(signals.tool_call_cancelled, taken):
         assert len(approval.cancel_waiting(Conversation.objects.get(pk=ops["id"]), first.conversation.user)) == 2
     assert Conversation.objects.get(pk=ops["id"]).status == "running"  # the claim wins; the cancel frees nothing
+
+
+def test_a_rejection_without_a_reason_says_only_who_said_no(api, ops, model, approver):
+    [call] = waiting_calls(api, ops, model, "a")
+    model.reply("Rejected.")
+    approval.reject(call, approver)
+    call.refresh_from_db()
+    assert (call.status, call.decision_reason) == ("rejected", "")
+    assert tool_message(call).content == "Not run: a staff member rejected this call."

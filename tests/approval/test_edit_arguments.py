@@ -60,6 +60,9 @@ def planner(api) -> Iterator[dict]:
         id = "planner-edit-test"
         tools = ["schedule"]
 
+        def get_tools(self, ctx: ToolContext) -> list:
+            return super().get_tools(ctx) if ctx.conversation is not None else []  # offered in conversations only
+
     try:
         response = api.post("/api/toolcalling/conversations/", {"assistant": PlannerAssistant.id}, format="json")
         yield response.json()
@@ -73,7 +76,21 @@ def test_edited_arguments_are_stored_as_json_and_a_tool_gone_meanwhile_says_so(a
     [call] = waiting_calls(api, planner, model, ("schedule", {"day": "2026-03-01"}))
     approval.edit_arguments(call, approver, '{"day": "2026-03-02", "note": "moved"}')
     assert ToolCall.objects.get(pk=call.pk).arguments == {"day": "2026-03-02", "note": "moved"}
+    assistants.get("planner-edit-test").tools = []  # the site took the tool off the assistant
+    with pytest.raises(InvalidArguments) as info:
+        approval.edit_arguments(call, approver, {"day": "2026-03-03"})
+    assert str(info.value) == "The assistant 'planner-edit-test' has no tool named 'schedule'."
+    assistants.get("planner-edit-test").tools = ["schedule"]
     tools.unregister("schedule")
     with pytest.raises(InvalidArguments) as info:
         approval.edit_arguments(call, approver, {"day": "2026-03-03"})
     assert str(info.value).startswith("No tool named 'schedule' is registered")
+
+
+def test_arguments_are_checked_against_the_tools_the_requester_may_use(api, ops, model, approver, alice):
+    from django.contrib.auth.models import Permission
+
+    alice.user_permissions.add(Permission.objects.get(codename="change_counter", content_type__app_label="approvalapp"))
+    [call] = waiting_calls(api, ops, model, ("reset", {"name": "stock"}))
+    approval.edit_arguments(call, approver, {"name": "shelf"})  # reset needs a permission alice has
+    assert ToolCall.objects.get(pk=call.pk).arguments == {"name": "shelf"}
