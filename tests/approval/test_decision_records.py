@@ -5,6 +5,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
+from django.contrib.admin.models import LogEntry
 from django.utils import timezone
 
 from tests.approval.test_decisions import post, tool_message
@@ -120,7 +121,19 @@ def test_a_cancel_leaves_a_conversation_that_something_else_took_meanwhile(api, 
 def test_a_rejection_without_a_reason_says_only_who_said_no(api, ops, model, approver):
     [call] = waiting_calls(api, ops, model, "a")
     model.reply("Rejected.")
+    before = timezone.now()
     approval.reject(call, approver)
     call.refresh_from_db()
-    assert (call.status, call.decision_reason) == ("rejected", "")
+    assert (call.status, call.decided_by, call.decision_reason) == ("rejected", approver, "")
+    assert before <= call.decided_at <= timezone.now()
     assert tool_message(call).content == "Not run: a staff member rejected this call."
+    entry = LogEntry.objects.get(object_id=str(call.pk))
+    assert (entry.user_id, entry.change_message) == (approver.pk, "Rejected.")
+
+
+def test_a_staff_member_may_reject_a_call_of_their_own_conversation(approver, approver_api, model):
+    own = approver_api.post("/api/toolcalling/conversations/", {"assistant": "ops"}, format="json").json()
+    [call] = waiting_calls(approver_api, own, model, "mine")
+    model.reply("Rejected.")
+    approval.reject(call, approver, "changed my mind")
+    assert ToolCall.objects.get(pk=call.pk).status == "rejected"
