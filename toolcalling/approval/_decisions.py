@@ -233,8 +233,9 @@ def _duration(seconds: int) -> str:
         hours = seconds // 3600
         return f"{hours} hour{'s' if hours != 1 else ''}"
     if seconds % 60 == 0:
-        return f"{seconds // 60} minutes"
-    return f"{seconds} seconds"
+        minutes = seconds // 60
+        return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    return f"{seconds} second{'s' if seconds != 1 else ''}"
 
 
 def _announce(signal: Signal, call: ToolCall, **kwargs: Any) -> None:
