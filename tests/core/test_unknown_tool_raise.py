@@ -3,7 +3,7 @@ turn ends with ``tool_error`` (422), and the history stays one the real API acce
 
 import pytest
 
-from toolcalling.engine import load_messages, to_openai
+from toolcalling.engine._storage import load_messages, to_openai
 from toolcalling.models import Conversation, ToolCall
 from toolcalling.testing import validate_chat_request
 
