@@ -1,7 +1,7 @@
 """A turn's usage limits and counters: checked before the turn calls the model, added to after it did.
 
 The counters are aggregate rows, one per scope, key and calendar period (``UsageCounter``). Adding to them is
-an ``UPDATE ... SET tokens = tokens + n`` of every row the usage counts in, so turns in web and worker
+an ``update(tokens=F("tokens") + n)`` of every row the usage counts in, so turns in web and worker
 processes count into the same rows, and a check reads a few rows, never the messages.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.db import router
 from django.db.models import F, QuerySet
 from django.utils import formats, timezone
 from django.utils.timesince import timeuntil
@@ -181,10 +182,13 @@ def counter_model() -> type[UsageCounter]:
 
 def matching(rows: Iterable[tuple[str, str, str, datetime.datetime]]) -> QuerySet[UsageCounter]:
     """The counters that may be ``rows``: two plain lookups, cheaper to build than an OR of four keys per row;
-    the caller picks the exact rows."""
+    the caller picks the exact rows. Read from the database the counters are written to: what is read here
+    decides a write (which rows to add to) or a refusal (a limit reached)."""
     rows = list(rows)
     keys, starts = {row[1] for row in rows}, {row[3] for row in rows}
-    return counter_model().objects.filter(key__in=keys, period_start__in=starts).order_by()
+    UsageCounter = counter_model()
+    counters = UsageCounter.objects.using(router.db_for_write(UsageCounter))
+    return counters.filter(key__in=keys, period_start__in=starts).order_by()
 
 
 def read_counters(rows: list[tuple[str, str, str, datetime.datetime]]) -> dict[tuple, dict[str, int]]:
