@@ -17,7 +17,15 @@ from ._runner import (
     run_turn,
 )
 from ._stop import stop_turn
-from ._storage import answer_call_if, close_open_calls, load_messages, set_status, to_openai
+from ._storage import (
+    answer_call_if,
+    close_open_calls,
+    load_messages,
+    send_post_save,
+    set_status,
+    to_openai,
+    update_call_if,
+)
 from ._structured import OutputSpec
 from ._turn import Turn, tool_definitions
 
@@ -52,8 +60,10 @@ __all__ = [
     "run_claimed_turn",
     "run_tool",
     "run_turn",
+    "send_post_save",
     "set_status",
     "stop_turn",
     "to_openai",
     "tool_definitions",
+    "update_call_if",
 ]
