@@ -1,12 +1,13 @@
-"""A site's receiver of ``post_save`` for messages and tool calls, as a fixture: what it was told, in order."""
+"""A site's receiver of ``post_save`` for messages and tool calls: ``with listening() as seen`` (what it was told,
+in order)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from django.db import connections
 from django.db.models.signals import post_save
 
@@ -24,8 +25,8 @@ class Seen:
     atomic: bool = field(default=False, compare=False)  # whether that alias was inside a transaction then
 
 
-@pytest.fixture
-def seen() -> Iterator[list[Seen]]:
+@contextmanager
+def listening() -> Iterator[list[Seen]]:
     """What a site's receiver of ``post_save`` for messages and calls is told, in order."""
     heard: list[Seen] = []
 

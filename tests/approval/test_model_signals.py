@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
-from tests.model_signals import Seen, created, seen  # noqa: F401 (seen: the fixture)
+from tests.model_signals import Seen, created, listening
 from toolcalling.models import Message, ToolCall
+
+
+@pytest.fixture
+def seen() -> Iterator[list[Seen]]:
+    with listening() as heard:
+        yield heard
 
 
 @pytest.mark.django_db(transaction=True)  # commits happen, so the approval's run starts after its commit, as live

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from django.db import connections
 
-from tests.model_signals import Seen, created, seen  # noqa: F401 (seen: the fixture)
+from tests.model_signals import Seen, created, listening
 from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.testing import Reply
+
+
+@pytest.fixture
+def seen() -> Iterator[list[Seen]]:
+    with listening() as heard:
+        yield heard
 
 
 def test_a_turn_with_a_tool_call_sends_post_save_for_each_message_and_the_calls_outcome(api, model, seen):

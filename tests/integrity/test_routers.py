@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -9,12 +10,18 @@ from django.db import connections
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
-from tests.model_signals import seen  # noqa: F401 (the fixture)
+from tests.model_signals import Seen, listening
 from toolcalling.engine import _storage as storage
 from toolcalling.models import Conversation, ToolCall
 
 URL = "/api/toolcalling/conversations/{}/messages/"
 WRITES = "writes"  # the second alias of the test database (tests/settings.py)
+
+
+@pytest.fixture
+def seen() -> Iterator[list[Seen]]:
+    with listening() as heard:
+        yield heard
 
 
 class AppWritesElsewhere:
