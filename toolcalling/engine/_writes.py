@@ -56,7 +56,7 @@ def send_post_save(instance: Model, update_fields: Iterable[str], using: str) ->
     )
 
 
-def update_call_if(call: ToolCall, from_status: str | Iterable[str], **values: Any) -> bool:
+def update_call_if(call: ToolCall, from_status: str | Iterable[str], /, **values: Any) -> bool:
     """Write ``values`` to the call only if it is still in ``from_status``; False when another process got there
     first. One conditional ``UPDATE``, so of two racing writers exactly one changes the row; the winner's
     ``call`` takes the values and ``post_save`` is sent for it."""
