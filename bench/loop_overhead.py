@@ -7,9 +7,13 @@ offers the same one tool, and makes the same three requests per turn: the model 
 then for a second one, then answers. A conversation runs ``--turns`` turns, so later turns send a longer
 history. The baseline builds the history by hand and keeps nothing; the app runs ``Assistant.run``, which
 validates arguments, runs hooks and stores every message and call (SQLite; ``--postgres`` too).
+The hand-written persisting loop is the bare loop plus the rows the app stores (each message, each call and
+its result), written with plain ORM ``create()`` / ``update()`` in transactions (``_persisting_loop.py``): the
+fair baseline for a loop that persists, on each database the app runs on.
 ``--peers`` adds pydantic-ai and openai-agents (``pip install -r requirements/bench.txt``), keeping their
 own message history between turns. Printed: the median time of the first and the last turn over the
-rounds, and each side's ratio to the bare SDK measured in the same run. Lower is better; 1.00 is level.
+rounds, each side's ratio to the bare SDK measured in the same run, and the app's ratio to the persisting
+loop on the same database. Lower is better; 1.00 is level.
 """
 
 from __future__ import annotations
@@ -72,9 +76,11 @@ def main() -> None:
     parser.add_argument("--peers", action="store_true", help="also pydantic-ai and openai-agents")
     options = parser.parse_args()
 
-    sides: dict[str, Side] = {"bare SDK loop": bare_sdk, "toolcalling, SQLite": app_side("sqlite")}
-    if options.postgres:
-        sides["toolcalling, PostgreSQL"] = app_side("postgresql")
+    databases = {"SQLite": "sqlite", **({"PostgreSQL": "postgresql"} if options.postgres else {})}
+    sides: dict[str, Side] = {"bare SDK loop": bare_sdk}
+    for label, database in databases.items():
+        sides[f"toolcalling, {label}"] = app_side(database)
+        sides[f"persisting loop, {label}"] = app_side(database, command="persist")
     if options.peers:
         sides.update(peer_sides())
     first: dict[str, list[float]] = {name: [] for name in sides}
@@ -94,10 +100,16 @@ def main() -> None:
     base_first = statistics.median(first["bare SDK loop"])
     base_last = statistics.median(last["bare SDK loop"])
     print(f"{options.turns}-turn conversations, 3 requests per turn, median of {options.rounds} rounds.")
-    print(f"{'side':<26} {'turn 1':>9} {'ratio':>6} {'turn ' + str(options.turns):>9} {'ratio':>6}")
+    print(f"{'side':<28} {'turn 1':>9} {'ratio':>6} {'turn ' + str(options.turns):>9} {'ratio':>6}")
     for name in sides:
         f, l_ = statistics.median(first[name]), statistics.median(last[name])
-        print(f"{name:<26} {f * 1000:7.1f}ms {f / base_first:6.2f} {l_ * 1000:7.1f}ms {l_ / base_last:6.2f}")
+        print(f"{name:<28} {f * 1000:7.1f}ms {f / base_first:6.2f} {l_ * 1000:7.1f}ms {l_ / base_last:6.2f}")
+    print("The app against the persisting loop on the same database:")
+    for label in databases:
+        app, persisting = f"toolcalling, {label}", f"persisting loop, {label}"
+        f = statistics.median(first[app]) / statistics.median(first[persisting])
+        l_ = statistics.median(last[app]) / statistics.median(last[persisting])
+        print(f"{app:<28} {'':>9} {f:6.2f} {'':>9} {l_:6.2f}")
 
 
 if __name__ == "__main__":
