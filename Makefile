@@ -47,8 +47,8 @@ $(VENV)/.mysqlclient: requirements/mysql.txt $(VENV)/.installed | system-package
 
 # The whole suite three times: on SQLite, on PostgreSQL, then on MariaDB. It starts and stops the services it
 # needs itself (redis-server, Celery workers, Chromium, and a private PostgreSQL cluster or MariaDB server).
-# One pass after the other: on two cores the PostgreSQL and MariaDB passes at once took as long (824 s
-# against 828 s), with their reports interleaved.
+# One pass after the other: on two cores the PostgreSQL and MariaDB passes run at once took as long (824 s
+# against 828 s).
 test: setup system-packages lint $(VENV)/.mysqlclient
 	$(PY) -m pytest
 	TOOLCALLING_TEST_DATABASE=postgresql $(PY) -m pytest
