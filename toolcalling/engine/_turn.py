@@ -227,7 +227,7 @@ class Turn(TurnEnding):
         With an output type, a final answer that does not validate is sent back to the model (nothing of it is
         stored) until the assistant's ``output_retries`` are used up; then it is stored and the turn fails.
         """
-        while not self.ledger.stopping:
+        while not self.ledger.stop_requested:
             reply = self.ask()
             if self.output is None or reply.tool_calls:
                 return self.store(reply)
@@ -279,7 +279,7 @@ class Turn(TurnEnding):
         direct: list[str] = []
         for call in calls:
             # The write that stored the answer, or the last call's result, just now read any stop request.
-            if self.ledger.stopping:
+            if self.ledger.stop_requested:
                 return CallsAnswered(calls=calls, ending=self.stop_calls(calls))
             if decided and call.pk in decided:
                 answer = self.calls.answer_decided(call, *decided[call.pk])
