@@ -37,7 +37,7 @@ from ._steps import Answered, CallsAnswered, Ended, Step
 from ._structured import OutputCheck
 
 if TYPE_CHECKING:
-    from ..assistant import Assistant
+    from ..toolkit import AssistantLike
 
 
 class Turn(TurnEnding):
@@ -49,7 +49,7 @@ class Turn(TurnEnding):
 
     def __init__(
         self,
-        assistant: Assistant,
+        assistant: AssistantLike,
         conversation: Conversation,
         *,
         user: Any = None,
@@ -348,7 +348,7 @@ class Turn(TurnEnding):
         self.observers.answered(call)
 
 
-def tool_definitions(assistant: Assistant, tools: Iterable[Tool]) -> list[dict[str, Any]]:
+def tool_definitions(assistant: AssistantLike, tools: Iterable[Tool]) -> list[dict[str, Any]]:
     """The definitions of ``tools`` as the model gets them: with the assistant's argument extras (not on the
     search tool). The MCP endpoint lists its tools with these same schemas."""
     definitions = [t.definition() for t in tools]
