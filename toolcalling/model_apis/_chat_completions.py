@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
-from ._base import DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, Usage, invalid
+from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, Usage, invalid
 
 if TYPE_CHECKING:
     from ..hooks import ModelRequest
@@ -38,7 +38,7 @@ class ChatCompletions(ModelAPI):
     def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": request.messages,
+            "messages": without_reasoning(request.messages),
             **toolcalling_settings.MODEL_OPTIONS,
             **request.options,
         }
@@ -51,8 +51,7 @@ class ChatCompletions(ModelAPI):
             response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
             return reply_from_completion(parse_json(response.content), request.model)
         except openai.APIStatusError as exc:
-            values = {"status": exc.status_code, "message": _api_message(exc)}
-            raise ModelError(_("The model endpoint answered %(status)s: %(message)s") % values) from exc
+            raise status_error(exc) from exc
         except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
             raise ModelError(_("The model endpoint did not answer in time.")) from exc
         except (openai.APIConnectionError, httpx2.TransportError) as exc:
@@ -89,6 +88,26 @@ def request_options(body: dict[str, Any]) -> openai.RequestOptions:
         options["timeout"] = body.pop("timeout")
     body.update(body.pop("extra_body", None) or {})
     return options
+
+
+def without_reasoning(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages without the reasoning items a Responses answer left in the history (Chat Completions has no
+    such key, and refuses unknown ones); only the messages that carry some are copied."""
+    if not any(REASONING_KEY in m for m in messages):
+        return messages
+    return [{k: v for k, v in m.items() if k != REASONING_KEY} if REASONING_KEY in m else m for m in messages]
+
+
+def status_error(exc: openai.APIStatusError) -> ModelError:
+    """The endpoint's error status as a ``ModelError``; one that sends the site to ``/v1/responses`` (OpenAI's
+    reasoning models refuse function tools on Chat Completions) says which setting changes that."""
+    message = _api_message(exc)
+    text = _("The model endpoint answered %(status)s: %(message)s") % {"status": exc.status_code, "message": message}
+    if "/v1/responses" in message:
+        text += " " + _(
+            'This model needs the Responses API: set TOOLCALLING["API"] (or the assistant\'s api) to "responses".'
+        )
+    return ModelError(text)
 
 
 def _api_message(exc: openai.APIStatusError) -> str:
@@ -247,9 +266,27 @@ def _arguments(value: Any) -> str:
 def _usage(value: Any) -> Usage:
     if not isinstance(value, dict):
         return Usage()
-    counts = [value.get(key) for key in ("prompt_tokens", "completion_tokens", "total_tokens")]
-    prompt, completion, total = (c if isinstance(c, int) and not isinstance(c, bool) and c >= 0 else 0 for c in counts)
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total or prompt + completion)
+    prompt, completion, total = (
+        count(value.get(key)) for key in ("prompt_tokens", "completion_tokens", "total_tokens")
+    )
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=total or prompt + completion,
+        cached_tokens=detail(value, "prompt_tokens_details", "cached_tokens"),
+        reasoning_tokens=detail(value, "completion_tokens_details", "reasoning_tokens"),
+    )
+
+
+def count(value: Any) -> int:
+    """A token count as the usage object gives it; anything that is not a count is none."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def detail(usage: dict[str, Any], group: str, key: str) -> int:
+    """A count inside one of usage's ``*_details`` objects (absent on many servers, or ``null``)."""
+    details = usage.get(group)
+    return count(details.get(key)) if isinstance(details, dict) else 0
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
