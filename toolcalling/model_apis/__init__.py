@@ -15,7 +15,7 @@ from django.utils.module_loading import import_string
 from ..conf import OFFLINE_CLIENT_FACTORY, toolcalling_settings
 from ._base import DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, Usage
 from ._chat_completions import ChatCompletions
-from ._responses import Responses
+from ._responses import Responses, needs_responses
 
 if TYPE_CHECKING:
     from ..assistant import Assistant
@@ -34,6 +34,7 @@ __all__ = [
     "Usage",
     "build_openai_client",
     "get_model_api",
+    "needs_responses",
 ]
 
 

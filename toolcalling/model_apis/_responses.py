@@ -36,8 +36,16 @@ if TYPE_CHECKING:
 
 PATH = "/responses"
 
+# OpenAI's reasoning models, which refuse function tools on Chat Completions ("Please use /v1/responses").
+RESPONSES_ONLY_PREFIXES = ("gpt-5", "o3", "o4")
+
 # Chat Completions options that the Responses API names differently; the others go out as they are.
 RENAMED_OPTIONS = {"max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens"}
+
+
+def needs_responses(model: str) -> bool:
+    """Whether OpenAI serves ``model``'s function tools only on the Responses API."""
+    return model.startswith(RESPONSES_ONLY_PREFIXES)
 
 
 class Responses(ModelAPI):

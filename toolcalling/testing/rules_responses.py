@@ -18,7 +18,7 @@ from .wording import bad_type, bad_value, missing, type_name, unknown
 __all__ = ["Issued", "is_reasoning_model", "validate_responses_request", "REASONING_MODEL_PREFIXES"]
 
 # OpenAI's reasoning models: they refuse sampling parameters, and function tools on Chat Completions.
-REASONING_MODEL_PREFIXES: tuple[str, ...] = ("gpt-5", "o1", "o3", "o4")
+REASONING_MODEL_PREFIXES: tuple[str, ...] = ("gpt-5", "o3", "o4")
 
 KNOWN_PARAMS: frozenset[str] = frozenset(
     {
