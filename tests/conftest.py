@@ -15,7 +15,6 @@ from tests.celery_app import app as celery_app  # noqa: F401  (binds the app's s
 from toolcalling.testing import ScriptedModel
 from toolcalling.testutils import override_model
 
-
 # The model APIs a test marked ``each_api`` runs on, with the model each is asked for: on the Responses API
 # one of OpenAI's reasoning models, so the strict server's reasoning rules apply.
 APIS = {"chat_completions": {}, "responses": {"MODEL": "gpt-5-mini"}}
@@ -101,7 +100,7 @@ def model_api() -> str:
 def model(db, request, model_api) -> Iterator[ScriptedModel]:
     """A scripted model on a strict local server; ``@pytest.mark.toolcalling(KEY=value)`` adds settings."""
     marker = request.node.get_closest_marker("toolcalling")
-    with override_model(API=model_api, **{**APIS[model_api], **(marker.kwargs if marker else {})}) as scripted:
+    with override_model(**{"API": model_api, **APIS[model_api], **(marker.kwargs if marker else {})}) as scripted:
         yield scripted
 
 
