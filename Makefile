@@ -38,6 +38,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 # The whole suite twice: on SQLite, then on PostgreSQL. It starts and stops the services it needs itself
 # (redis-server, Celery workers, Chromium, and for the second run a private PostgreSQL cluster).

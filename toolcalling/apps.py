@@ -30,5 +30,7 @@ class ToolcallingConfig(SimpleToolcallingConfig):
     default = True
 
     def ready(self) -> None:
+        from . import autodiscover
+
         super().ready()
-        self.module.autodiscover()
+        autodiscover()

@@ -59,6 +59,8 @@ class Assistant:
         problems = []
         if not isinstance(cls.id, str) or not cls.id:
             problems.append("id must be a non-empty string")
+        elif not cls.name:
+            cls.name = cls.id.replace("_", " ").replace("-", " ").capitalize()
         if not isinstance(cls.tools, list | tuple):
             problems.append("tools must be a list of tools or tool names")
         if not isinstance(cls.mcp_servers, list | tuple) or not all(isinstance(s, ToolSource) for s in cls.mcp_servers):
@@ -67,8 +69,6 @@ class Assistant:
             problems.append(f"api must be None or one of {', '.join(map(repr, API_CHOICES))}, not {cls.api!r}")
         if problems:
             raise ImproperlyDefined(f"Assistant {cls.__qualname__!r} cannot be used: " + "; ".join(problems) + ".")
-        if not cls.name:
-            cls.name = cls.id.replace("_", " ").replace("-", " ").capitalize()
         if cls.memory not in MEMORY_POLICIES:
             raise ImproperlyDefined(f"Assistant {cls.__qualname__!r}: memory must be one of {MEMORY_POLICIES}.")
         parse_limits(cls.usage_limits, f"Assistant {cls.__qualname__!r}: usage_limits")

@@ -14,6 +14,8 @@ from .conf import toolcalling_settings
 from .hooks import EndTurn, Hook, ModelRequest, TurnView
 
 if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
     from .model_apis import ModelReply
     from .models import Message, ToolCall
 
@@ -27,7 +29,9 @@ class TokenBudget(Hook):
     list an instance: ``hooks = [TokenBudget(20_000)]`` on an assistant.
     """
 
-    message = _("This conversation has used its token budget ({used} of {limit} tokens). Please start a new one.")
+    message: StrOrPromise = _(
+        "This conversation has used its token budget ({used} of {limit} tokens). Please start a new one."
+    )
 
     def __init__(self, max_tokens: int = 100_000, message: str | None = None) -> None:
         if not isinstance(max_tokens, int) or max_tokens < 1:

@@ -3,11 +3,14 @@ that would lose approved calls or their events."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
-from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext as _
+
+if TYPE_CHECKING:
+    from celery import Celery
 
 
 @checks.register("toolcalling")
@@ -188,21 +191,27 @@ def check_site_url(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     ]
 
 
-def _site_celery_app() -> Any:
-    """The Celery app this process would send tasks with, or None when the site's own app is not loaded.
+def _site_celery_app() -> Celery | None:
+    """The Celery app this process sends tasks with from any thread, or None when the site's app is not loaded.
 
-    Read from Celery's state without ``celery.current_app``, which would create Celery's fallback app
-    (broker ``amqp://localhost``) as a side effect and make it the default for every thread.
+    That is Celery's default app: the site's app becomes it when it is created with ``DJANGO_SETTINGS_MODULE`` set,
+    as yoursite/celery.py in the README does (Celery's Django fixup makes it the default for every thread). It is
+    read through ``celery.app.default_app``, a proxy of that app or of None, and not ``celery.current_app``: that one
+    would create Celery's fallback app (broker ``amqp://localhost``) as the default when there is none, and the
+    Django fixup of a site's app created later would then leave the fallback in place.
     """
-    from celery import _state
+    from celery.app import default_app
 
-    app = _state.default_app or _state._tls.current_app
-    if app is None or (app.main == "default" and not app.fixups):  # Celery's own fallback, not the site's
+    if not default_app:  # the proxy of None: no app was made the default
         return None
-    return app
+    # Celery's own fallback, made by a use of current_app before the site's app: named "default", without fix-ups.
+    # celery-types does not declare the fixups attribute that Celery.__init__ sets.
+    if default_app.main == "default" and not default_app.fixups:  # type: ignore[attr-defined]
+        return None
+    return default_app
 
 
-def _workers_close_persistent_connections(app: Any) -> bool:
+def _workers_close_persistent_connections(app: Celery) -> bool:
     """Whether the site wants persistent connections that Celery's Django fixup would close on every task
     (it keeps them only with ``CELERY_DB_REUSE_MAX``, which it reads from the app's configuration)."""
     from django.conf import settings
@@ -244,7 +253,7 @@ def check_celery_wiring(app_configs: Any = None, **kwargs: Any) -> list[checks.C
                 id="toolcalling.E004",
             )
         )
-    elif gated and not eager and not app.conf.broker_url:
+    elif gated and app is not None and not eager and not app.conf.broker_url:
         messages.append(
             checks.Warning(
                 _(

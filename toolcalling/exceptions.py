@@ -48,7 +48,7 @@ class APIError(ToolcallingError, APIException):
     """An error with a place in the API: its ``status_code``, its ``default_code``, and the conversation's
     (or, for decisions, the call's) ``status`` after it, which the error body reports."""
 
-    status_code = http.HTTP_400_BAD_REQUEST
+    status_code: int = http.HTTP_400_BAD_REQUEST
     default_code = "error"
     default_detail = _("The request could not be completed.")
 
@@ -134,7 +134,7 @@ class TurnError(APIError):
 
     ``messages`` are the messages the turn stored before it failed (the API returns them too)."""
 
-    status_code = http.HTTP_422_UNPROCESSABLE_ENTITY
+    status_code: int = http.HTTP_422_UNPROCESSABLE_ENTITY
     default_code = "turn_failed"
     default_detail = _("The turn failed.")
 

@@ -24,7 +24,7 @@ def test_create_list_retrieve_patch_delete_own_conversations(api, alice):
     created = api.post(URL + "conversations/", {"assistant": "helper"}, format="json")
     assert created.status_code == 201
     conv = created.json()
-    assert conv["status"] == "idle" and conv["assistant"] == "helper"
+    assert conv["status"] == "idle" and conv["assistant"] == "helper" and conv["origin"] == "chat"
     listed = api.get(URL + "conversations/").json()
     assert [c["id"] for c in listed] == [conv["id"]]
     patched = api.patch(URL + f"conversations/{conv['id']}/", {"title": "Orders"}, format="json")

@@ -25,7 +25,9 @@ SITE = textwrap.dedent(
         **options["settings"],
     )
     if options["celery_app"]:  # what yoursite/celery.py does, when yoursite/__init__.py imports it
+        import os
         from celery import Celery
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yoursite.settings")  # settings.configure() made them
         app = Celery("yoursite")
         app.config_from_object("django.conf:settings", namespace="CELERY")
     django.setup()

@@ -52,11 +52,12 @@ def app_files() -> set[str]:
     }
 
 
-def test_the_wheel_holds_the_app_its_migrations_templates_and_static_files(dist):
+def test_the_wheel_holds_the_app_its_migrations_templates_static_files_and_type_marker(dist):
     names = set(zipfile.ZipFile(dist.wheel).namelist())
     assert app_files() <= names, sorted(app_files() - names)
     assert {"toolcalling/migrations/0001_initial.py", "toolcalling/static/toolcalling/chat.js"} <= names
     assert "toolcalling/templates/toolcalling/chat.html" in names
+    assert "toolcalling/py.typed" in names  # PEP 561: type checkers use the app's annotations
     assert not any(n.startswith(("tests/", "demo_site/")) for n in names)
 
 

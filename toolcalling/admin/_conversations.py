@@ -34,14 +34,12 @@ class ReadOnlyInline(admin.TabularInline):
 
 class MessageInline(ReadOnlyInline):
     model = Message
-    fields = ["id", "role", "content", "tool_call_id", "total_tokens", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("id", "role", "content", "tool_call_id", "total_tokens", "created_at")
 
 
 class ToolCallInline(ReadOnlyInline):
     model = ToolCall
-    fields = ["name", "status", "arguments_display", "result", "error", "duration_ms"]
-    readonly_fields = fields
+    fields = readonly_fields = ("name", "status", "arguments_display", "result", "error", "duration_ms")
     show_change_link = True
 
     @admin.display(description=_("arguments"))
@@ -52,7 +50,7 @@ class ToolCallInline(ReadOnlyInline):
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     list_display = ["__str__", "user", "assistant_id", "status", "total_tokens", "updated_at"]
-    list_filter = ["status", "assistant_id", ("user", admin.RelatedOnlyFieldListFilter), "created_at"]
+    list_filter = ["status", "origin", "assistant_id", ("user", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["title", "user__username", "id"]
     # Only the title may change: who it belongs to, where it stands and what it cost are the audit trail.
     readonly_fields = [

@@ -72,7 +72,8 @@ def report_approved(calls: Iterable[ToolCall]) -> list[tuple[int, str]]:
     """Messages for approved calls that say where each is now: handed to a worker (queued, or running
     already), or run in this request (as with ``CELERY_TASK_ALWAYS_EAGER``) with its outcome. Never
     "a worker runs it" for a call that ran already."""
-    queued, ran = [], []
+    queued: list[ToolCall] = []
+    ran: list[ToolCall] = []
     for call in calls:
         call.refresh_from_db(fields=["status", "error"])
         on_worker = call.status in (ToolCall.Status.APPROVED, ToolCall.Status.RUNNING)
@@ -113,7 +114,8 @@ def count_waiting_in_app_list(site: AdminSite) -> None:
             None,
         )
         if entry is not None and approval.can_approve(request.user):
-            # One indexed COUNT per page: the index builds the list twice (its body and the sidebar).
+            # One indexed COUNT per page: the index builds the list twice (its body and the sidebar). It is kept
+            # on the request, an attribute HttpRequest does not declare.
             if not hasattr(request, "toolcalling_waiting"):
                 request.toolcalling_waiting = approval.waiting_calls().count()  # type: ignore[attr-defined]
             count = request.toolcalling_waiting  # type: ignore[attr-defined]
@@ -122,6 +124,7 @@ def count_waiting_in_app_list(site: AdminSite) -> None:
                 entry["name"] = text % {"name": entry["name"], "count": count}
         return app_list
 
+    # The wrapper replaces the site's method on this one instance, and marks the site as wrapped.
     site.get_app_list = get_app_list  # type: ignore[method-assign]
     site.toolcalling_counts_waiting = True  # type: ignore[attr-defined]
 

@@ -23,9 +23,8 @@ def tool_stats() -> list[dict[str, Any]]:
         )
         .order_by("-calls", "name")
     )
-    out = []
+    out: list[dict[str, Any]] = []
     for row in rows:
         finished = row["succeeded"] + row["failed"]
-        row["failure_rate"] = row["failed"] / finished if finished else None
-        out.append(row)
+        out.append({**row, "failure_rate": row["failed"] / finished if finished else None})
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -27,6 +27,9 @@ from ._actions import approve_selected, reject_selected
 from ._conversations import pretty_json
 from ._desk import count_waiting_in_app_list, desk_context, report_approved
 from ._stats import tool_stats
+
+if TYPE_CHECKING:
+    from django_stubs_ext import FieldOpts, FieldsetSpec, StrOrPromise
 
 
 class PrettyJSONField(forms.JSONField):
@@ -87,14 +90,17 @@ def on_desk(request: HttpRequest) -> bool:
     return "status" not in request.GET
 
 
-FIELDSETS_DECIDED = [
-    (gettext_lazy("Outcome"), ["status", "result", "error", "decided_by", "decided_at", "decision_reason"]),
-    (gettext_lazy("Run"), ["started_at", "finished_at", "duration_ms"]),
+FIELDSETS_DECIDED: list[tuple[StrOrPromise, tuple[str, ...]]] = [
+    (gettext_lazy("Outcome"), ("status", "result", "error", "decided_by", "decided_at", "decision_reason")),
+    (gettext_lazy("Run"), ("started_at", "finished_at", "duration_ms")),
 ]
-FIELDSETS_ALWAYS = [
-    (gettext_lazy("Where it comes from"), ["conversation", "message", "requires_approval", "approver", "created_at"]),
+FIELDSETS_ALWAYS: list[tuple[StrOrPromise, tuple[str, ...]]] = [
+    (gettext_lazy("Where it comes from"), ("conversation", "message", "requires_approval", "approver", "created_at")),
 ]
-INTERNAL = (gettext_lazy("Internal"), {"classes": ["collapse"], "fields": ["call_id", "raw_arguments", "extras"]})
+INTERNAL: tuple[StrOrPromise, FieldOpts] = (
+    gettext_lazy("Internal"),
+    {"classes": ["collapse"], "fields": ("call_id", "raw_arguments", "extras")},
+)
 
 
 @admin.register(ToolCall)
@@ -177,10 +183,10 @@ class ToolCallAdmin(admin.ModelAdmin):
 
     # The list -------------------------------------------------------------------------------------------
 
-    def get_ordering(self, request: HttpRequest) -> list[str]:
+    def get_ordering(self, request: HttpRequest) -> tuple[str, ...]:
         # The desk serves the longest-waiting call first; the other views show the latest calls first.
         waiting = on_desk(request) or request.GET.get("status") == ToolCall.Status.AWAITING_APPROVAL
-        return ["created_at", "id"] if waiting else ["-created_at", "-id"]
+        return ("created_at", "id") if waiting else ("-created_at", "-id")
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         if on_desk(request):
@@ -211,16 +217,18 @@ class ToolCallAdmin(admin.ModelAdmin):
 
     # The change page ------------------------------------------------------------------------------------
 
-    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[tuple[Any, dict[str, Any]]]:
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> FieldsetSpec:
         if obj is None:
-            return [(None, {"fields": ["arguments_display"]})]
+            return [(None, {"fields": ("arguments_display",)})]
         editable = self.has_change_permission(request, obj)
         top = ["name", "arguments" if editable else "arguments_display"]
         if obj.original_arguments is not None:
             top.append("original_arguments_display")
         waiting = obj.status == ToolCall.Status.AWAITING_APPROVAL
         rest = FIELDSETS_ALWAYS if waiting else [*FIELDSETS_DECIDED, *FIELDSETS_ALWAYS]
-        return [(None, {"fields": top}), *((title, {"fields": fields}) for title, fields in rest), INTERNAL]
+        fieldsets: list[tuple[StrOrPromise | None, FieldOpts]] = [(None, {"fields": tuple(top)})]
+        fieldsets += [(title, {"fields": fields}) for title, fields in rest]
+        return [*fieldsets, INTERNAL]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return list(self.readonly_fields)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import TextChoices
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer
 from rest_framework import serializers
@@ -23,7 +24,7 @@ class ConversationStatusSchema(OpenApiSerializerFieldExtension):
 
     target_class = "toolcalling.api.serializers.ConversationStatusField"
     component = "ConversationStatus"
-    choices = Conversation.Status
+    choices: type[TextChoices] = Conversation.Status
 
     def get_name(self) -> str:
         return self.component

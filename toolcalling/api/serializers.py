@@ -43,7 +43,10 @@ def in_parameter_order(tool_name: str, arguments: Any) -> Any:
 
 class ToolCallSerializer(serializers.ModelSerializer):
     status = ToolCallStatusField(read_only=True)
-    label = serializers.SerializerMethodField(help_text="What end users see instead of the tool's name.")
+    # A declared field, which DRF's metaclass takes off the class: not the Field.label attribute the stubs see.
+    label = serializers.SerializerMethodField(  # type: ignore[assignment]
+        help_text="What end users see instead of the tool's name."
+    )
     preview = serializers.SerializerMethodField(
         help_text="For someone who may decide this waiting call: its tool's approval_preview, computed now."
     )
@@ -135,6 +138,7 @@ class ConversationSerializer(serializers.ModelSerializer):
             "assistant",
             "title",
             "status",
+            "origin",
             "error",
             "prompt_tokens",
             "completion_tokens",

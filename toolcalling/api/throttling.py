@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from rest_framework.settings import api_settings
 from rest_framework.throttling import UserRateThrottle
 
@@ -19,5 +21,6 @@ class TurnRateThrottle(UserRateThrottle):
     scope = "toolcalling_turn"
 
     def get_rate(self) -> str | None:
-        rates = api_settings.DEFAULT_THROTTLE_RATES or {}
+        # Rates are strings such as "10/minute" (or None); DRF's stubs type them as numbers.
+        rates = cast("dict[str, str | None]", api_settings.DEFAULT_THROTTLE_RATES or {})
         return rates[self.scope] if self.scope in rates else DEFAULT_TURN_RATE

@@ -17,6 +17,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied, ValidationErro
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from .. import approval
@@ -71,13 +72,13 @@ class ConversationViewSet(
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> QuerySet[Conversation]:
-        queryset = Conversation.objects.filter(user=self.request.user)
+        queryset = Conversation.objects.filter(user=self.request.user)  # type: ignore[misc]  # IsAuthenticated
         assistant = self.request.query_params.get("assistant")
         if self.action == "list" and assistant:
             queryset = queryset.filter(assistant_id=assistant)
         return queryset
 
-    def perform_create(self, serializer: ConversationSerializer) -> None:
+    def perform_create(self, serializer: BaseSerializer[Any]) -> None:
         serializer.save(user=self.request.user)
 
     @action(detail=True, methods=["post"])
@@ -131,7 +132,7 @@ class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView)
         queryset = messages_queryset(conversation)
         context = {"request": request}  # lets a waiting call the user confirms carry its preview
         paginator = self.paginator
-        if paginator is not None and paginator.is_requested(request):
+        if isinstance(paginator, MessageCursorPagination) and paginator.is_requested(request):
             page = paginator.paginate_queryset(queryset, request, view=self)
             return paginator.get_paginated_response(MessageSerializer(page, many=True, context=context).data)
         return Response(MessageSerializer(queryset, many=True, context=context).data)
@@ -217,7 +218,7 @@ class ToolCallViewSet(ErrorResponses, viewsets.ReadOnlyModelViewSet):
         queryset = ToolCall.objects.select_related("conversation__user").order_by("-created_at", "-id")
         # A decision finds any call and says 403 when it is not this user's to decide (approval.refusal).
         if self.action not in ("approve", "reject") and not can_approve(self.request.user):
-            queryset = queryset.filter(conversation__user=self.request.user)
+            queryset = queryset.filter(conversation__user=self.request.user)  # type: ignore[misc]  # IsAuthenticated
         wanted = self.request.query_params.get("status")
         if wanted:
             valid = set(ToolCall.Status.values)

@@ -38,7 +38,7 @@ def call_directly(
     if not assistant.has_permission(user):
         raise PermissionDenied(f"{user!r} may not use the assistant {assistant.id!r}.")
     conversation = Conversation.objects.create(
-        user=user, assistant_id=assistant.id, origin=origin, title=storable(title)[:200]
+        user=user, assistant_id=str(assistant.id), origin=origin, title=storable(title)[:200]
     )
     asked = RequestedCall(id=f"call_{uuid.uuid4().hex}", name=name, arguments=json.dumps(arguments or {}))
     calls: list[ToolCall] = []

@@ -63,7 +63,7 @@ def conversation_for(assistant: Assistant, user: Any, conversation: Conversation
     if not assistant.has_permission(user):
         raise PermissionDenied(f"{user!r} may not use the assistant {assistant.id!r}.")
     if conversation is None:
-        return Conversation.objects.create(user=user, assistant_id=assistant.id, origin=Conversation.Origin.CODE)
+        return Conversation.objects.create(user=user, assistant_id=str(assistant.id), origin=Conversation.Origin.CODE)
     if conversation.user_id != user.pk:
         raise PermissionDenied(f"The conversation {conversation.pk} belongs to another user.")
     if conversation.assistant_id != assistant.id:

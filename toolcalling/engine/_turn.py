@@ -14,7 +14,7 @@ before the next model call or tool call; the loop then ends the turn ``stopped``
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
@@ -115,7 +115,7 @@ class Turn(TurnEnding):
 
     def iter(
         self, content: str | None = None, *, claimed: bool = False, asked: ModelReply | None = None
-    ) -> Iterator[Step]:
+    ) -> Generator[Step, None, None]:
         """Run the turn, yielding each step's outcome; the last is ``Ended``.
 
         ``claimed=True``: the caller already called ``claim()`` (to answer "busy" before handing the turn to a
@@ -176,8 +176,11 @@ class Turn(TurnEnding):
             if self.ledger.token is None:
                 raise ConversationBusy(_("The conversation is not waiting to continue."), status=conv.status)
             return self.ledger.token
-        self.ledger.token = storage.claim(conv, from_statuses=[IDLE, FAILED])
-        if self.ledger.token is not None or self.take_over():
+        token = self.ledger.token = storage.claim(conv, from_statuses=[IDLE, FAILED])
+        if token is not None:
+            return token
+        if self.take_over():
+            assert self.ledger.token is not None
             return self.ledger.token
         conv.refresh_from_db(fields=["status"])
         if conv.status == AWAITING_APPROVAL:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -113,7 +113,6 @@ def _client(server: MCPServer, headers: Mapping[str, str]) -> Any:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
     from mcp.types import Implementation
 
     info = Implementation(name=CLIENT_NAME, version=_version())
@@ -122,7 +121,9 @@ def _client(server: MCPServer, headers: Mapping[str, str]) -> Any:
     async def connected() -> Any:
         async with AsyncExitStack() as stack:
             if server.url is not None:
-                http = create_mcp_http_client(headers=dict(headers), timeout=httpx2.Timeout(server.timeout))
+                # A plain client, as the SDK's transports make one: redirects are not followed (the transport follows
+                # those that stay on the server's origin itself).
+                http = httpx2.AsyncClient(headers=dict(headers), timeout=httpx2.Timeout(server.timeout))
                 await stack.enter_async_context(http)
                 target: Any = streamable_http_client(server.url, http_client=http, terminate_on_close=True)
             else:
@@ -134,15 +135,15 @@ def _client(server: MCPServer, headers: Mapping[str, str]) -> Any:
     return connected()
 
 
-def _in_event_loop(main: Callable[[], Awaitable[T]]) -> T:
+def _in_event_loop(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a coroutine function to completion from synchronous code, whatever runs in this thread."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(main())  # type: ignore[arg-type]
+        return asyncio.run(main())
     # Called from inside an event loop (an async view, say): the loop cannot be blocked on, so use a thread.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(lambda: asyncio.run(main())).result()  # type: ignore[arg-type]
+        return pool.submit(lambda: asyncio.run(main())).result()
 
 
 def _describe(exc: BaseException) -> str:

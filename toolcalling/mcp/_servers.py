@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from ..exceptions import ImproperlyDefined
 from ..toolkit import ApprovalRule, ToolContext
+from ..toolkit._context import holds_permissions
 from ._sdk import require_sdk
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ class MCPServer:
         """This server's tools for ``ctx`` (a ``ToolSource``): listed now or from the cache, names not in ``taken``."""
         from ._remote_tools import remote_tools
 
-        if self.permissions and not (ctx.user is not None and ctx.user.has_perms(self.permissions)):
+        if self.permissions and not holds_permissions(ctx.user, self.permissions):
             return []  # not even listed: the user could not be offered them anyway
         return remote_tools(self, ctx, taken)
 

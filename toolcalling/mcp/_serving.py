@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..assistant import Assistant
 
 STATUS_TOOL = "get_tool_call_status"
-FINISHED = (ToolCall.Status.SUCCEEDED, ToolCall.Status.FAILED, ToolCall.Status.REJECTED)
+FINISHED: tuple[ToolCall.Status, ...] = (ToolCall.Status.SUCCEEDED, ToolCall.Status.FAILED, ToolCall.Status.REJECTED)
 FINISHED += (ToolCall.Status.CANCELLED, ToolCall.Status.EXPIRED)
 
 STATUS_SCHEMA = {

@@ -48,11 +48,12 @@ def validate_tools(body: Mapping[str, Any], errors: list[str]) -> set[str]:
             if key not in ("name", "description", "parameters", "strict"):
                 errors.append(unknown(f"{path}.function.{key}"))
         name = function.get("name")
-        if _check_name(f"{path}.function.name", function, errors):
-            if name in names:
-                errors.append(f"Invalid 'tools': duplicate function name '{name}' in {path}.")
+        valid = _valid_name(f"{path}.function.name", function, errors)
+        if valid is not None:
+            if valid in names:
+                errors.append(f"Invalid 'tools': duplicate function name '{valid}' in {path}.")
             else:
-                names.add(name)
+                names.add(valid)
         description = function.get("description")
         if description is not None and not isinstance(description, str):
             errors.append(bad_type(f"{path}.function.description", "a string", description))
@@ -65,8 +66,9 @@ def validate_tools(body: Mapping[str, Any], errors: list[str]) -> set[str]:
     return names
 
 
-def _check_name(path: str, container: Mapping[str, Any], errors: list[str]) -> bool:
-    """``container["name"]`` must be a string matching the pattern function and schema names share."""
+def _valid_name(path: str, container: Mapping[str, Any], errors: list[str]) -> str | None:
+    """``container["name"]`` when it is a string matching the pattern function and schema names share, else None
+    with the error appended."""
     name = container.get("name")
     if "name" not in container:
         errors.append(missing(path))
@@ -78,8 +80,8 @@ def _check_name(path: str, container: Mapping[str, Any], errors: list[str]) -> b
             f"Expected a string that matches the pattern '{TOOL_NAME_RE.pattern}'."
         )
     else:
-        return True
-    return False
+        return name
+    return None
 
 
 def _validate_schema_root(label: str, schema: object, strict: bool, errors: list[str]) -> None:
@@ -221,7 +223,7 @@ def validate_response_format(body: Mapping[str, Any], errors: list[str]) -> None
         if key not in ("name", "description", "schema", "strict"):
             errors.append(unknown(f"response_format.json_schema.{key}"))
     name = spec.get("name")
-    _check_name("response_format.json_schema.name", spec, errors)
+    _valid_name("response_format.json_schema.name", spec, errors)
     strict = spec.get("strict")
     if strict is not None and not isinstance(strict, bool):
         errors.append(bad_type("response_format.json_schema.strict", "a boolean", strict))

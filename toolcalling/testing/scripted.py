@@ -239,7 +239,8 @@ class ScriptedModel:
         if not calls:
             raise ValueError("calls() needs at least one (name, arguments) pair")
         tool_calls = [
-            ToolCall(name=name, arguments=args if isinstance(args, str) else dict(args or {})) for name, args in calls
+            ToolCall(name=name, arguments=args if isinstance(args, str) else json.dumps(dict(args or {})))
+            for name, args in calls
         ]
         return self.queue(Reply(content=content, tool_calls=tool_calls, usage=Usage.coerce(usage)))
 

@@ -1,34 +1,31 @@
 """The toolkit: what a tool is (``@tool``, ``Tool``, its schema and context), the registries that hold tools
 and assistants, argument extras, tool search, and ``ToolSource`` (tools found at run time, such as an MCP
-server's). It knows nothing of turns, storage or HTTP."""
+server's). It knows nothing of turns, storage or HTTP.
+
+Only what other packages of the app (and the tests) use is named here; the rest stays in the private modules."""
 
 from ._context import ToolContext
 from ._extras import check_extras, split_extras, with_extras
-from ._registry import AssistantRegistry, Registry, ToolRegistry, assistants, tools
-from ._schema import describe_validation_error, json_schema
+from ._registry import assistants, tools
+from ._schema import describe_validation_error
 from ._search import SEARCH_TOOL_NAME, ToolIndex, ToolSearch, search_enabled, tokenize
 from ._sources import ToolSource
 from ._text import storable, storable_json, unique_call_ids
-from ._tool import NAME_RE, ApprovalRule, Tool, arguments_object, humanise, make_tool, result_to_text, tool, tool_label
+from ._tool import NAME_RE, ApprovalRule, Tool, arguments_object, make_tool, result_to_text, tool, tool_label
 
 __all__ = [
     "NAME_RE",
     "SEARCH_TOOL_NAME",
     "ApprovalRule",
-    "AssistantRegistry",
-    "Registry",
     "Tool",
     "ToolContext",
     "ToolIndex",
-    "ToolRegistry",
     "ToolSearch",
     "ToolSource",
     "assistants",
     "arguments_object",
     "check_extras",
     "describe_validation_error",
-    "humanise",
-    "json_schema",
     "make_tool",
     "result_to_text",
     "search_enabled",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -26,3 +27,17 @@ class ToolContext:
     """The stored call being run (set just before the tool function is called)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """What the site adds through ``Assistant.get_context_extra()``, e.g. a tenant id."""
+
+
+@runtime_checkable
+class _HoldsPermissions(Protocol):
+    """What Django's permission checks call on a user: ``PermissionsMixin`` and ``AnonymousUser`` have it."""
+
+    def has_perms(self, perm_list: Iterable[str], obj: Any = None) -> bool: ...
+
+
+def holds_permissions(user: object, permissions: Iterable[str]) -> bool:
+    """Whether ``user`` holds every one of ``permissions``. A custom user model without ``has_perms`` (no
+    ``PermissionsMixin``) holds none: a tool or server that asks for permissions is then not offered, rather than
+    failing the turn with an AttributeError."""
+    return isinstance(user, _HoldsPermissions) and user.has_perms(permissions)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
 from ..exceptions import ImproperlyDefined, InvalidArguments
-from ._context import ToolContext
+from ._context import ToolContext, holds_permissions
 from ._registry import tools as tool_registry
 from ._schema import build_arguments_model, describe_validation_error, json_schema, split_docstring, unexpected_keys
 from ._text import storable_json
@@ -101,8 +101,8 @@ class Tool:
         rule = self.requires_approval
         return bool(rule(ctx, arguments)) if callable(rule) else bool(rule)
 
-    def user_may_use(self, user: Any) -> bool:
-        return not self.permissions or bool(user is not None and user.has_perms(self.permissions))
+    def user_may_use(self, user: object) -> bool:
+        return not self.permissions or holds_permissions(user, self.permissions)
 
     def parse_arguments(self, raw: str | dict[str, Any] | None) -> BaseModel:
         """Parse and validate the model's arguments (JSON text or a dict)."""

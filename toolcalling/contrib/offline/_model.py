@@ -151,9 +151,9 @@ class OfflineModel:
         for name, schema in schemas.items():
             kind = tx.first_type(schema)
             if name not in found and kind in ("integer", "number"):
-                value = self._take_number(schema, kind, text, spans)
-                if value is not None:
-                    found[name] = value
+                number = self._take_number(schema, kind, text, spans)
+                if number is not None:
+                    found[name] = number
         name_words = set(tx.keywords(tx.split_identifier(function.get("name", ""))))
         for name, schema in schemas.items():
             if name not in found and tx.first_type(schema) == "string" and tx.is_query_param(name):

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from toolcalling.toolkit import assistants, tools
+
+
+class ToolItem(TypedDict):
+    name: str
+    function: str
+    description: str
+    requires_approval: bool | Literal["conditional"]
+    return_direct: bool
+    permissions: list[str]
+    parameters: dict[str, Any]
+
+
+# The functional form: "class" is a key of the JSON document and a keyword of Python.
+AssistantItem = TypedDict("AssistantItem", {"id": str | None, "name": str, "class": str, "tools": list[str]})
 
 
 class Command(BaseCommand):
@@ -17,7 +31,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print one JSON document instead of text.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        tool_items = [
+        tool_items: list[ToolItem] = [
             {
                 "name": t.name,
                 "function": t.module,
@@ -29,7 +43,7 @@ class Command(BaseCommand):
             }
             for t in tools.all()
         ]
-        assistant_items = [
+        assistant_items: list[AssistantItem] = [
             {
                 "id": a.id,
                 "name": a.name,
@@ -56,6 +70,6 @@ class Command(BaseCommand):
             self.stdout.write(f"    {item['description'].splitlines()[0]}")
             self.stdout.write("    " + json.dumps(item["parameters"]))
         self.stdout.write(self.style.MIGRATE_HEADING(f"Assistants ({len(assistant_items)})"))
-        for item in assistant_items:
-            self.stdout.write(f"  {item['id']}  {item['name']}  [{item['class']}]")
-            self.stdout.write(f"    tools: {', '.join(item['tools']) or '(none)'}")
+        for entry in assistant_items:
+            self.stdout.write(f"  {entry['id']}  {entry['name']}  [{entry['class']}]")
+            self.stdout.write(f"    tools: {', '.join(entry['tools']) or '(none)'}")
