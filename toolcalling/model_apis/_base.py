@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import openai
 from django.utils.translation import gettext as _
 
 from ..exceptions import ModelError
@@ -86,6 +87,9 @@ class ModelAPI(abc.ABC):
     """
 
     features: ClassVar[Features]
+
+    def __init__(self, client: openai.OpenAI) -> None:
+        self.client = client
 
     @abc.abstractmethod
     def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:

@@ -32,9 +32,6 @@ class ChatCompletions(ModelAPI):
 
     features = Features(name="chat_completions")
 
-    def __init__(self, client: openai.OpenAI) -> None:
-        self.client = client
-
     def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
         body: dict[str, Any] = {
             "model": request.model,

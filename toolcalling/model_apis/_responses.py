@@ -53,9 +53,6 @@ class Responses(ModelAPI):
 
     features = Features(name="responses", reasoning_items=True)
 
-    def __init__(self, client: openai.OpenAI) -> None:
-        self.client = client
-
     def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
         instructions, items = to_input(request.messages)
         body: dict[str, Any] = {"model": request.model}

@@ -71,6 +71,14 @@ def _error(status: int, message: str, kind: str = "invalid_request_error", code:
     return status, dict(JSON_HEADERS), _dumps(body)
 
 
+class Answered(Exception):  # noqa: N818 - it carries an answer, it is not an error
+    """A request answered before it reached the reply's shaping (refused, an error reply, a raw body)."""
+
+    def __init__(self, result: HandlerResult) -> None:
+        super().__init__(result[0])
+        self.result = result
+
+
 class ChatBackend:
     """Serves ``/v1/chat/completions``, ``/v1/responses`` and ``/v1/models`` the way the OpenAI API does."""
 
@@ -110,28 +118,28 @@ class ChatBackend:
     def _model_entry(self) -> dict[str, Any]:
         return {"id": self.model_name, "object": "model", "created": 0, "owned_by": "toolcalling"}
 
-    def _ask(self, raw: bytes, validate: Callable[[Any], list[str]]) -> tuple[dict[str, Any], Reply] | HandlerResult:
-        """Parse and validate a request body and ask the responder; an HTTP answer when it ends there."""
+    def _ask(self, raw: bytes, validate: Callable[[Any], list[str]]) -> tuple[dict[str, Any], Reply]:
+        """Parse and validate a request body and ask the responder; ``Answered`` when the HTTP answer is known."""
         try:
             body = json.loads(raw.decode("utf-8")) if raw else None
         except (UnicodeDecodeError, json.JSONDecodeError):
-            return _error(400, BAD_JSON_MESSAGE)
+            raise Answered(_error(400, BAD_JSON_MESSAGE))
         errors = validate(body)
         if errors:
             on_rejected: Callable[[Any, list[str]], None] | None = getattr(self.responder, "on_rejected", None)
             if on_rejected is not None:
                 on_rejected(body, errors)
-            return _error(400, "; ".join(errors))
+            raise Answered(_error(400, "; ".join(errors)))
         assert isinstance(body, dict)  # guaranteed by validation; narrows the type
 
         try:
             reply = self.responder(body)
         except Exception as exc:  # a broken responder must fail the test loudly, not hang it
-            return _error(500, f"Responder raised {type(exc).__name__}: {exc}", "server_error")
+            raise Answered(_error(500, f"Responder raised {type(exc).__name__}: {exc}", "server_error"))
         if reply.raw is not None:
-            return reply.status, dict(reply.headers), reply.raw
+            raise Answered((reply.status, dict(reply.headers), reply.raw))
         if reply.is_error:
-            return reply.status, {**JSON_HEADERS, **reply.headers}, _dumps(reply.error_body())
+            raise Answered((reply.status, {**JSON_HEADERS, **reply.headers}, _dumps(reply.error_body())))
         for call in reply.tool_calls:
             if call.id is None:
                 # Responders normally number their own calls; this only covers hand-built replies.
@@ -161,27 +169,27 @@ class ChatBackend:
         return {"input": prompt_tokens, "cached": cached, "output": output, "reasoning": reasoning}
 
     def _responses(self, raw: bytes) -> HandlerResult:
-        asked = self._ask(raw, lambda body: validate_responses_request(body, self.issued))
-        if not isinstance(asked[1], Reply):
-            return asked  # type: ignore[return-value]
-        body, reply = asked  # type: ignore[misc]
-        reasoning = None
+        try:
+            body, reply = self._ask(raw, lambda body: validate_responses_request(body, self.issued))
+        except Answered as answered:
+            return answered.result
+        reasoning: dict[str, Any] | None = None
         if is_reasoning_model(body["model"]):
             included = "reasoning.encrypted_content" in (body.get("include") or [])
             encrypted = f"gAAAA{uuid.uuid4().hex}{uuid.uuid4().hex}" if included else None
-            reasoning = {"id": f"rs_{uuid.uuid4().hex[:24]}", "type": "reasoning", "summary": [],
-                         "encrypted_content": encrypted}  # fmt: skip
-            self.issued.add(reasoning["id"], reasoning["encrypted_content"], [str(c.id) for c in reply.tool_calls])
+            reasoning_id = f"rs_{uuid.uuid4().hex[:24]}"
+            reasoning = {"id": reasoning_id, "type": "reasoning", "summary": [], "encrypted_content": encrypted}
+            self.issued.add(reasoning_id, encrypted, [str(c.id) for c in reply.tool_calls])
         response = response_object(body, reply, output_items(reply, reasoning=reasoning), self.usage(body, reply))
         if body.get("stream") is True:
             return 200, {**SSE_HEADERS, **reply.headers}, response_events(response)
         return 200, {**JSON_HEADERS, **reply.headers}, _dumps(response)
 
     def _chat(self, raw: bytes) -> HandlerResult:
-        asked = self._ask(raw, validate_chat_request)
-        if not isinstance(asked[1], Reply):
-            return asked  # type: ignore[return-value]
-        body, reply = asked  # type: ignore[misc]
+        try:
+            body, reply = self._ask(raw, validate_chat_request)
+        except Answered as answered:
+            return answered.result
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:29]}"
         created = int(time.time())
         usage = self.usage(body, reply)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .rules_options import _check_name, _validate_schema_root
+from .rules_options import _valid_name, _validate_schema_root
 from .wording import bad_type, bad_value, missing, type_name, unknown
 
 __all__ = ["Issued", "is_reasoning_model", "validate_responses_request", "REASONING_MODEL_PREFIXES"]
@@ -142,10 +142,11 @@ def _validate_tools(tools: object, errors: list[str]) -> set[str]:
             continue
         errors.extend(unknown(f"{path}.{key}") for key in tool if key not in ("type", "name", "description",
                                                                              "parameters", "strict"))  # fmt: skip
-        if _check_name(f"{path}.name", tool, errors):
-            if tool["name"] in names:
-                errors.append(f"Invalid 'tools': duplicate function name '{tool['name']}'.")
-            names.add(tool["name"])
+        name = _valid_name(f"{path}.name", tool, errors)
+        if name is not None:
+            if name in names:
+                errors.append(f"Invalid 'tools': duplicate function name '{name}'.")
+            names.add(name)
         strict = tool.get("strict", True)  # the Responses API makes function tools strict unless told otherwise
         if not isinstance(strict, bool):
             errors.append(bad_type(f"{path}.strict", "a boolean", strict))
@@ -189,7 +190,7 @@ def _validate_text(body: Mapping[str, Any], errors: list[str]) -> None:
             "'json_object'."
         )
     if fmt["type"] == "json_schema":
-        _check_name("text.format.name", fmt, errors)
+        _valid_name("text.format.name", fmt, errors)
         if "schema" not in fmt:
             errors.append(missing("text.format.schema"))
         elif fmt.get("strict") is True:
