@@ -17,15 +17,15 @@ ROOT = Path(__file__).resolve().parent.parent
 Side = Callable[[str, int], list[float]]
 
 
-def app_side(database: str, env: dict[str, str] | None = None) -> Side:
-    """The app on ``database`` ("sqlite" or "postgresql"), driven through ``bench/_app_runner.py``."""
+def app_side(database: str, env: dict[str, str] | None = None, api: str = "chat_completions") -> Side:
+    """The app on ``database`` ("sqlite" or "postgresql") and ``api``, driven through ``bench/_app_runner.py``."""
     runners: dict[str, subprocess.Popen] = {}
 
     def side(base_url: str, turns: int) -> list[float]:
         """Seconds per turn of a new conversation of ``turns`` turns."""
         if base_url not in runners:
             environment = {**os.environ, "TOOLCALLING_TEST_DATABASE": database, **(env or {})}
-            command = [sys.executable, str(ROOT / "bench" / "_app_runner.py"), "--base-url", base_url]
+            command = [sys.executable, str(ROOT / "bench" / "_app_runner.py"), "--base-url", base_url, "--api", api]
             runner = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment
             )
