@@ -1,7 +1,8 @@
 """The app's side of the loop benchmark, in a process of its own so it can run on either database.
 
 It reads ``run <turns>`` lines on stdin and answers each with a JSON list of seconds per turn: ``turns`` turns of
-one new conversation through ``Assistant.run``, every message and call stored. The database comes from
+one new conversation through ``Assistant.run``, every message and call stored (``persist <turns>``: the same
+turns by the hand-written persisting loop of ``_persisting_loop.py``). The database comes from
 ``TOOLCALLING_TEST_DATABASE`` as in the test settings; the model server from ``--base-url``.
 """
 
@@ -26,6 +27,7 @@ from django.core.management import call_command  # noqa: E402
 from django.test import override_settings  # noqa: E402
 
 from bench._model import ANSWER, QUESTION  # noqa: E402
+from bench._persisting_loop import persisting_loop  # noqa: E402
 from toolcalling import Assistant  # noqa: E402
 from toolcalling.models import Conversation  # noqa: E402
 
@@ -62,8 +64,11 @@ def main() -> None:
         assistant = Assistant.get("bench")
         print("ready", flush=True)
         for line in sys.stdin:
-            turns = int(line.split()[1])
-            print(json.dumps(run(assistant, user, turns)), flush=True)
+            command, turns = line.split()
+            if command == "persist":
+                print(json.dumps(persisting_loop(base_url, user, int(turns))), flush=True)
+            else:
+                print(json.dumps(run(assistant, user, int(turns))), flush=True)
 
 
 if __name__ == "__main__":

@@ -17,23 +17,24 @@ ROOT = Path(__file__).resolve().parent.parent
 Side = Callable[[str, int], list[float]]
 
 
-def app_side(database: str, env: dict[str, str] | None = None, api: str = "chat_completions") -> Side:
-    """The app on ``database`` ("sqlite" or "postgresql") and ``api``, driven through ``bench/_app_runner.py``."""
+def app_side(
+    database: str, env: dict[str, str] | None = None, *, command: str = "run", api: str = "chat_completions"
+) -> Side:
+    """The app on ``database`` ("sqlite" or "postgresql") and ``api``, driven through ``bench/_app_runner.py``
+    (``command="persist"``: the hand-written persisting loop there instead of the app)."""
     runners: dict[str, subprocess.Popen] = {}
 
     def side(base_url: str, turns: int) -> list[float]:
         """Seconds per turn of a new conversation of ``turns`` turns."""
         if base_url not in runners:
             environment = {**os.environ, "TOOLCALLING_TEST_DATABASE": database, **(env or {})}
-            command = [sys.executable, str(ROOT / "bench" / "_app_runner.py"), "--base-url", base_url, "--api", api]
-            runner = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment
-            )
+            argv = [sys.executable, str(ROOT / "bench" / "_app_runner.py"), "--base-url", base_url, "--api", api]
+            runner = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment)
             assert runner.stdout is not None and runner.stdout.readline().strip() == "ready"
             runners[base_url] = runner
         runner = runners[base_url]
         assert runner.stdin is not None and runner.stdout is not None
-        runner.stdin.write(f"run {turns}\n")
+        runner.stdin.write(f"{command} {turns}\n")
         runner.stdin.flush()
         return json.loads(runner.stdout.readline())
 

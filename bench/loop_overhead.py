@@ -7,11 +7,16 @@ offers the same one tool, and makes the same three requests per turn: the model 
 then for a second one, then answers. A conversation runs ``--turns`` turns, so later turns send a longer
 history. The baseline builds the history by hand and keeps nothing; the app runs ``Assistant.run``, which
 validates arguments, runs hooks and stores every message and call (SQLite; ``--postgres`` too).
+The hand-written persisting loop is the bare loop plus the rows the app stores (each message, each call and
+its result), written with plain ORM ``create()`` / ``update()`` in transactions (``_persisting_loop.py``): the
+fair baseline for a loop that persists, on each database the app runs on.
 ``--peers`` adds pydantic-ai and openai-agents (``pip install -r requirements/bench.txt``), keeping their
 own message history between turns. Printed: the median time of the first and the last turn over the
-rounds, and each side's ratio to the bare SDK measured in the same run. Lower is better; 1.00 is level.
-With ``--api responses`` both speak the Responses API, statelessly, with a reasoning model: the baseline is a
-hand-written ``client.responses.create`` loop that sends its output items (reasoning included) back as input.
+rounds, each side's ratio to the bare SDK measured in the same run, and the app's ratio to the persisting
+loop on the same database. Lower is better; 1.00 is level.
+With ``--api responses`` the app and the baseline speak the Responses API, statelessly, with a reasoning model:
+the baseline is a hand-written ``client.responses.create`` loop that sends its output items (reasoning included)
+back as input (the persisting loop and the peers speak Chat Completions only, so they are left out).
 """
 
 from __future__ import annotations
@@ -105,11 +110,14 @@ def main() -> None:
     parser.add_argument("--api", choices=["chat_completions", "responses"], default="chat_completions")
     options = parser.parse_args()
 
-    bare = bare_responses if options.api == "responses" else bare_sdk
-    sides: dict[str, Side] = {"bare SDK loop": bare, "toolcalling, SQLite": app_side("sqlite", api=options.api)}
-    if options.postgres:
-        sides["toolcalling, PostgreSQL"] = app_side("postgresql", api=options.api)
-    if options.peers and options.api == "chat_completions":
+    databases = {"SQLite": "sqlite", **({"PostgreSQL": "postgresql"} if options.postgres else {})}
+    chat = options.api == "chat_completions"
+    sides: dict[str, Side] = {"bare SDK loop": bare_sdk if chat else bare_responses}
+    for label, database in databases.items():
+        sides[f"toolcalling, {label}"] = app_side(database, api=options.api)
+        if chat:
+            sides[f"persisting loop, {label}"] = app_side(database, command="persist")
+    if options.peers and chat:
         sides.update(peer_sides())
     first: dict[str, list[float]] = {name: [] for name in sides}
     last: dict[str, list[float]] = {name: [] for name in sides}
@@ -130,10 +138,18 @@ def main() -> None:
     print(
         f"{options.turns}-turn conversations on {options.api}, 3 requests per turn, median of {options.rounds} rounds."
     )
-    print(f"{'side':<26} {'turn 1':>9} {'ratio':>6} {'turn ' + str(options.turns):>9} {'ratio':>6}")
+    print(f"{'side':<28} {'turn 1':>9} {'ratio':>6} {'turn ' + str(options.turns):>9} {'ratio':>6}")
     for name in sides:
         f, l_ = statistics.median(first[name]), statistics.median(last[name])
-        print(f"{name:<26} {f * 1000:7.1f}ms {f / base_first:6.2f} {l_ * 1000:7.1f}ms {l_ / base_last:6.2f}")
+        print(f"{name:<28} {f * 1000:7.1f}ms {f / base_first:6.2f} {l_ * 1000:7.1f}ms {l_ / base_last:6.2f}")
+    if not chat:
+        return
+    print("The app against the persisting loop on the same database:")
+    for label in databases:
+        app, persisting = f"toolcalling, {label}", f"persisting loop, {label}"
+        f = statistics.median(first[app]) / statistics.median(first[persisting])
+        l_ = statistics.median(last[app]) / statistics.median(last[persisting])
+        print(f"{app:<28} {'':>9} {f:6.2f} {'':>9} {l_:6.2f}")
 
 
 if __name__ == "__main__":

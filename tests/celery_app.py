@@ -6,6 +6,8 @@ from celery import Celery, Task
 from celery.signals import task_postrun, task_prerun
 from django.db import close_old_connections
 
+from tests import mutation
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
 app = Celery("tests")
@@ -27,3 +29,7 @@ def close_old_database_connections(task: Task, **kwargs: object) -> None:
     old connections twice is harmless (tests/approval/test_worker_connections.py needs both gone to fail)."""
     if not task.request.is_eager:
         close_old_connections()
+
+
+if os.environ.get("TOOLCALLING_TEST_WORKER") and mutation.collecting():
+    task_postrun.connect(mutation.report_worker_hits, weak=False)

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.utils import translation
 from rest_framework.test import APIClient
 
-from tests import services
+from tests import mutation, services
 from tests.celery_app import app as celery_app  # noqa: F401  (binds the app's shared tasks to the test site)
 from toolcalling.testing import ScriptedModel
 from toolcalling.testutils import override_model
@@ -35,6 +35,21 @@ def pytest_report_header(config):
     if settings.DATABASE == "postgresql":
         return f"database: postgresql, a private cluster in {where['HOST']} (TOOLCALLING_TEST_DATABASE)"
     return f"database: sqlite, {where['TEST']['NAME']} (TOOLCALLING_TEST_DATABASE=postgresql for PostgreSQL)"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Under mutmut's stats run, before it reads what the test reached: add what the workers ran for it."""
+    if mutation.collecting():
+        from mutmut.state import state
+
+        state()._stats.update(mutation.take_worker_hits())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """In the mutation run: only the tests of the mutated area, quickest first (tests/mutation.py)."""
+    mutation.select(config, items)
 
 
 @pytest.fixture(scope="session")

@@ -88,6 +88,9 @@ else:
     raise ImproperlyConfigured(f"TOOLCALLING_TEST_DATABASE is {DATABASE!r}: use 'sqlite' or 'postgresql'")
 # Persistent connections, as a production site sets them (the benchmarks and a worker test do; tests close them).
 DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("TOOLCALLING_TEST_CONN_MAX_AGE", 0))
+# The same database through a second connection (a test mirror of "default"): tests with a database router send
+# the app's writes here and its reads to "default", so a write, or a read that decides one, on the wrong alias shows.
+DATABASES["writes"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
 STATIC_URL = "/static/"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 REST_FRAMEWORK = {

@@ -72,3 +72,20 @@ def test_rights_still_held_run_the_call_as_before(api, alice, approver_api, work
     assert finished(call).status == "succeeded"
     assert Counter.objects.get(name="reset-kept").value == 1
     worker_model.assert_done()
+
+
+def test_a_requester_deactivated_while_the_call_waited_does_not_get_it_run_on_the_worker(
+    api, alice, approver_api, worker_model
+):
+    conversation = api.post(f"{URL}conversations/", {"assistant": "ops"}, format="json").json()
+    call = ask(api, conversation["id"], worker_model, "bump", {"name": "left"})
+    alice.is_active = False  # the account closed before anyone approved; ops and bump need no permission
+    alice.save(update_fields=["is_active"])
+    worker_model.reply("Your account is closed, so nothing was bumped.")
+    assert approver_api.post(f"{URL}tool-calls/{call.pk}/approve/").status_code == 200
+    call = finished(call)
+    assert (call.status, call.error) == ("failed", "the user's account is no longer active")
+    told = Message.objects.get(role="tool", tool_call_id=call.call_id).content
+    assert told == "Error: not run: the user's account is no longer active."
+    assert not Counter.objects.filter(name="left").exists()  # the tool never ran
+    worker_model.assert_done()

@@ -22,7 +22,7 @@ from django.utils.translation import gettext as _
 
 from .. import signals, streaming
 from ..conf import toolcalling_settings
-from ..engine import answer_call_if, describe_call
+from ..engine import answer_call_if, describe_call, update_call_if
 from ..exceptions import AlreadyDecided, TaskQueueUnavailable
 from ..models import Conversation, ToolCall
 from ._arguments import edit_note, validate_arguments
@@ -44,9 +44,8 @@ def edit_arguments(call: ToolCall, user: Any, arguments: Any) -> ToolCall:
     if new == call.arguments:
         return call
     original = call.original_arguments if call.original_arguments is not None else call.arguments
-    if not ToolCall.objects.filter(pk=call.pk, status=WAITING).update(arguments=new, original_arguments=original):
+    if not update_call_if(call, WAITING, arguments=new, original_arguments=original):
         raise _already_decided(call)
-    call.arguments, call.original_arguments = new, original
     return call
 
 
@@ -69,11 +68,8 @@ def approve(call: ToolCall, user: Any, arguments: Any = None) -> ToolCall:
         if arguments is not None:
             edit_arguments(call, user, arguments)
         now = timezone.now()
-        if not ToolCall.objects.filter(pk=call.pk, status=WAITING).update(
-            status=ToolCall.Status.APPROVED, decided_by=user, decided_at=now
-        ):
+        if not update_call_if(call, WAITING, status=ToolCall.Status.APPROVED, decided_by=user, decided_at=now):
             raise _already_decided(call)
-        call.status, call.decided_by, call.decided_at = ToolCall.Status.APPROVED, user, now
         by_user = call.approver == ToolCall.Approver.USER
         # The admin's history of the call, for staff (the model is told of edits by the run's note).
         edited = bool(edit_note(call))
@@ -98,10 +94,7 @@ def _enqueue_run_or_wait_again(call: ToolCall, user: Any) -> None:
         enqueue_run(call)
     except TaskQueueUnavailable as exc:
         logger.exception("tool call %s could not be queued; it waits for approval again", call.pk)
-        if ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(
-            status=WAITING, decided_by=None, decided_at=None
-        ):
-            call.status, call.decided_by, call.decided_at = WAITING, None, None
+        if update_call_if(call, ToolCall.Status.APPROVED, status=WAITING, decided_by=None, decided_at=None):
             log_decision(call, user, _("Approval undone: the task queue could not be reached."))
         raise TaskQueueUnavailable(
             _("The task queue could not be reached, so the call was not started; it waits for approval again."),
@@ -233,8 +226,9 @@ def _duration(seconds: int) -> str:
         hours = seconds // 3600
         return f"{hours} hour{'s' if hours != 1 else ''}"
     if seconds % 60 == 0:
-        return f"{seconds // 60} minutes"
-    return f"{seconds} seconds"
+        minutes = seconds // 60
+        return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    return f"{seconds} second{'s' if seconds != 1 else ''}"
 
 
 def _announce(signal: Signal, call: ToolCall, **kwargs: Any) -> None:

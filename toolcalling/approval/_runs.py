@@ -11,12 +11,19 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import router, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from ..conf import toolcalling_settings
-from ..engine import CONTINUE_CONVERSATION, RUN_APPROVED_TOOL_CALL, answer_call_if, enqueue, run_approved_call
+from ..engine import (
+    CONTINUE_CONVERSATION,
+    RUN_APPROVED_TOOL_CALL,
+    answer_call_if,
+    enqueue,
+    run_approved_call,
+    send_post_save,
+)
 from ..exceptions import NotRegistered, TaskQueueUnavailable
 from ..models import Conversation, ToolCall
 from ._arguments import edit_note
@@ -54,10 +61,12 @@ def start_run(tool_call_id: int) -> ToolCall | None:
     """
     now = timezone.now()
     lease = now + timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT)
-    if ToolCall.objects.filter(pk=tool_call_id, status=ToolCall.Status.APPROVED).update(
-        status=ToolCall.Status.RUNNING, started_at=now, lease_expires_at=lease
-    ):
-        return ToolCall.objects.select_related("conversation__user").get(pk=tool_call_id)
+    started = {"status": ToolCall.Status.RUNNING, "started_at": now, "lease_expires_at": lease}
+    calls = ToolCall.objects.using(router.db_for_write(ToolCall))  # the call that runs is read where it was moved
+    if calls.filter(pk=tool_call_id, status=ToolCall.Status.APPROVED).update(**started):
+        running = calls.select_related("conversation__user").get(pk=tool_call_id)
+        send_post_save(running, started, calls.db)  # as the other changes of a call, which update() does not send
+        return running
     call = ToolCall.objects.select_related("conversation").filter(pk=tool_call_id).first()
     if call is None:
         logger.warning("approved tool call %s no longer exists", tool_call_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ._storage import history_items
+from ._history import history_items
 
 if TYPE_CHECKING:
     from ..assistant import Assistant

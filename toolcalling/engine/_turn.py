@@ -29,7 +29,6 @@ from ..models import Conversation, Message, ToolCall
 from ..toolkit import SEARCH_TOOL_NAME, Tool, ToolSearch, check_extras, search_enabled, with_extras
 from ..usage import Meter
 from . import _memory as memory
-from . import _sql as sql
 from . import _storage as storage
 from ._calls import CallPath, Limits
 from ._ending import AWAITING_APPROVAL, FAILED, IDLE, STOPPED, STOPPED_REASON, TurnEnding
@@ -156,8 +155,8 @@ class Turn(TurnEnding):
         self.continuing = continuing
         if metered and not continuing:
             self.meter.check(new_turn=True, status=self.conversation.status)
-        with transaction.atomic():
-            sql.relax_durability()  # the turn's first durable write (an answer with calls, or its end) brings it
+        with transaction.atomic(using=self.ledger.db):
+            storage.relax_durability(self.ledger.db)  # the turn's first durable write (answer with calls, end) takes it
             token = self._claim(continuing)
             if content is not None:  # the claim just made is the fence of this write
                 opening = storage.add_message(self.conversation, Message.Role.USER, content)

@@ -1,7 +1,7 @@
 """A turn's usage limits and counters: checked before the turn calls the model, added to after it did.
 
 The counters are aggregate rows, one per scope, key and calendar period (``UsageCounter``). Adding to them is
-an ``UPDATE ... SET tokens = tokens + n`` of every row the usage counts in, so turns in web and worker
+an ``update(tokens=F("tokens") + n)`` of every row the usage counts in, so turns in web and worker
 processes count into the same rows, and a check reads a few rows, never the messages.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.db import router
 from django.db.models import F, QuerySet
 from django.utils import formats, timezone
 from django.utils.timesince import timeuntil
@@ -78,7 +79,7 @@ class Meter:
                 limits.append((limit, key))
         user_id = getattr(ctx.user, "pk", None)
         keys = {"user": str(user_id) if user_id is not None else None, "assistant": assistant_id}
-        counted = [Counted(scope, keys[scope], period) for scope, period in ALWAYS_COUNTED if keys[scope] is not None]
+        counted = [Counted(scope, key, period) for scope, period in ALWAYS_COUNTED if (key := keys[scope]) is not None]
         counted += [Counted(limit.scope, key, limit.period) for limit, key in limits]
         # Rows of the user scope name the user too, so the admin can show and filter them by user.
         return cls(limits, [Counted(c.scope, c.key, c.period, user_id if c.scope == "user" else None) for c in counted])
@@ -181,10 +182,13 @@ def counter_model() -> type[UsageCounter]:
 
 def matching(rows: Iterable[tuple[str, str, str, datetime.datetime]]) -> QuerySet[UsageCounter]:
     """The counters that may be ``rows``: two plain lookups, cheaper to build than an OR of four keys per row;
-    the caller picks the exact rows."""
+    the caller picks the exact rows. Read from the database the counters are written to: what is read here
+    decides a write (which rows to add to) or a refusal (a limit reached)."""
     rows = list(rows)
     keys, starts = {row[1] for row in rows}, {row[3] for row in rows}
-    return counter_model().objects.filter(key__in=keys, period_start__in=starts).order_by()
+    UsageCounter = counter_model()
+    counters = UsageCounter.objects.using(router.db_for_write(UsageCounter))
+    return counters.filter(key__in=keys, period_start__in=starts).order_by()
 
 
 def read_counters(rows: list[tuple[str, str, str, datetime.datetime]]) -> dict[tuple, dict[str, int]]:
@@ -192,8 +196,11 @@ def read_counters(rows: list[tuple[str, str, str, datetime.datetime]]) -> dict[t
     if not rows:
         return {}
     wanted = set(rows)
-    values = matching(rows).values("scope", "key", "period", "period_start", "tokens", "turns", "tool_calls")
-    found = {(v["scope"], v["key"], v["period"], v["period_start"]): v for v in values}
+    values = matching(rows).values_list("scope", "key", "period", "period_start", "tokens", "turns", "tool_calls")
+    found = {
+        (scope, key, period, start): {"tokens": tokens, "turns": turns, "tool_calls": tool_calls}
+        for scope, key, period, start, tokens, turns, tool_calls in values
+    }
     return {row: v for row, v in found.items() if row in wanted}
 
 

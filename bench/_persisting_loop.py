@@ -1,0 +1,91 @@
+"""The hand-written loop that also stores what it does: the fair baseline for a loop that persists.
+
+It is the bare SDK loop of ``loop_overhead.py`` (the history built by hand and sent through the SDK) plus the
+rows the app stores for the same turn, written the plain way with the ORM: the user's message, each answer with
+its calls and the conversation's token totals, each call's result with its tool message, each in a transaction
+of its own, as a developer writing a persisting loop by hand would. No claim, no fencing, no usage counters,
+no hooks: only what a turn must store. Runs in the app's runner process (``_app_runner.py``), on its database.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import openai
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from bench._model import ADD, ANSWER, QUESTION
+from toolcalling.models import Conversation, Message, ToolCall
+
+
+def persisting_loop(base_url: str, user: Any, turns: int) -> list[float]:
+    """Seconds per turn of a new conversation of ``turns`` turns, every message and call stored."""
+    client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
+    # Made before the clock starts, as the app's conversation is.
+    conversation = Conversation.objects.create(user=user, assistant_id="bench")
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You add numbers."}]
+    times = []
+    for _ in range(turns):
+        started = time.perf_counter()
+        with transaction.atomic():
+            Message.objects.create(conversation=conversation, role=Message.Role.USER, content=QUESTION)
+            Conversation.objects.filter(pk=conversation.pk).update(
+                status=Conversation.Status.RUNNING, updated_at=timezone.now()
+            )
+        history.append({"role": "user", "content": QUESTION})
+        while True:
+            response = client.chat.completions.create(model="m", messages=history, tools=[ADD])
+            message = response.choices[0].message
+            history.append(message.model_dump(exclude_none=True))
+            usage = response.usage
+            prompt, completion = (usage.prompt_tokens, usage.completion_tokens) if usage else (0, 0)
+            with transaction.atomic():
+                stored = Message.objects.create(
+                    conversation=conversation,
+                    role=Message.Role.ASSISTANT,
+                    content=message.content or "",
+                    model=response.model,
+                    prompt_tokens=prompt,
+                    completion_tokens=completion,
+                    total_tokens=prompt + completion,
+                )
+                calls = [
+                    ToolCall.objects.create(
+                        conversation=conversation,
+                        message=stored,
+                        index=index,
+                        call_id=call.id,
+                        name=call.function.name,
+                        raw_arguments=call.function.arguments,
+                        status=ToolCall.Status.RUNNING,
+                    )
+                    for index, call in enumerate(message.tool_calls or [])
+                ]
+                ended = {} if calls else {"status": Conversation.Status.IDLE}
+                Conversation.objects.filter(pk=conversation.pk).update(
+                    prompt_tokens=F("prompt_tokens") + prompt,
+                    completion_tokens=F("completion_tokens") + completion,
+                    total_tokens=F("total_tokens") + prompt + completion,
+                    updated_at=timezone.now(),
+                    **ended,
+                )
+            if not calls:
+                break
+            for call in calls:
+                arguments = json.loads(call.raw_arguments)
+                result = str(arguments["a"] + arguments["b"])
+                with transaction.atomic():
+                    ToolCall.objects.filter(pk=call.pk).update(
+                        status=ToolCall.Status.SUCCEEDED, arguments=arguments, result=result, finished_at=timezone.now()
+                    )
+                    Message.objects.create(
+                        conversation=conversation, role=Message.Role.TOOL, content=result, tool_call_id=call.call_id
+                    )
+                history.append({"role": "tool", "tool_call_id": call.call_id, "content": result})
+        assert message.content == ANSWER
+        times.append(time.perf_counter() - started)
+    return times

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The mutation run (docs/mutation.md): mutmut mutates approval/, usage/ and engine/_calls.py ([tool.mutmut] in
+# pyproject.toml), tries each mutant of an area against that area's tests only, then prints the kill rate per module.
+#
+#   scripts/mutation.sh [approval] [usage] [calls]   the areas to run (default: all three, in that order)
+#   scripts/mutation.sh report                        only print the figures of what was run so far
+#
+# Results stay in mutants/ (ignored by git), so a run that stopped goes on where it was: only mutants not yet
+# tried are tried. After the tests changed, MUTATION_RETRY=survivors tries again the mutants not killed yet, and
+# MUTATION_RETRY=1 every mutant of the area.
+# MUTATION_TIMEOUT bounds each area's run in seconds (default 3600). One mutant at a time: the tests start their
+# own Redis, Celery worker and database on ports and files chosen once per run, and the machine is shared.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+PY="$VENV/bin/python"
+
+declare -A MUTANTS=(
+  [approval]="toolcalling.approval.*"
+  [usage]="toolcalling.usage.*"
+  [calls]="toolcalling.engine._calls.*"
+)
+declare -A TESTS=(
+  [approval]="tests/approval"
+  [usage]="tests/limits"
+  [calls]="tests/core tests/approval"
+)
+
+# The mutants of one area not tried yet (all of them with MUTATION_RETRY=1), from mutmut's files in mutants/.
+untried() {
+  "$PY" - "$1" "${MUTATION_RETRY:-0}" <<'PYTHON'
+import fnmatch, json, pathlib, sys
+pattern, retry = sys.argv[1], sys.argv[2]
+for meta in sorted(pathlib.Path("mutants").rglob("*.py.meta")):
+    for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
+        again = retry == "1" or (retry == "survivors" and code not in (1, 3))
+        if fnmatch.fnmatch(name, pattern) and (again or code is None):
+            print(name)
+PYTHON
+}
+
+report() {
+  "$PY" - <<'PYTHON'
+import json, pathlib
+from collections import Counter
+KILLED = {1, 3}  # pytest's "tests failed" and "internal error": the mutant was noticed
+rows = []
+for meta in sorted(pathlib.Path("mutants").rglob("*.py.meta")):
+    codes = list(json.loads(meta.read_text())["exit_code_by_key"].values())
+    if not codes:
+        continue
+    tried = [c for c in codes if c is not None]
+    killed = sum(c in KILLED for c in tried)
+    other = Counter({0: "survived", 33: "no tests", 5: "no tests"}.get(c, f"exit {c}") for c in tried if c not in KILLED)
+    module = str(meta.relative_to("mutants")).removesuffix(".meta")
+    rate = f"{100 * killed / len(tried):5.1f}%" if tried else "    -"
+    rows.append((module, len(codes), len(tried), killed, rate, ", ".join(f"{n} {k}" for k, n in sorted(other.items()))))
+print(f"{'module':40} {'mutants':>7} {'tried':>6} {'killed':>6} {'rate':>6}  not killed")
+for module, total, tried, killed, rate, other in rows:
+    print(f"{module:40} {total:7} {tried:6} {killed:6} {rate:>6}  {other}")
+total_tried, total_killed = sum(r[2] for r in rows), sum(r[3] for r in rows)
+if total_tried:
+    print(f"{'all':40} {sum(r[1] for r in rows):7} {total_tried:6} {total_killed:6} {100 * total_killed / total_tried:5.1f}%")
+PYTHON
+}
+
+mkdir -p mutants
+areas=("$@")
+[ ${#areas[@]} -eq 0 ] && areas=(approval usage calls)
+status=0
+for area in "${areas[@]}"; do
+  [ "$area" = report ] && continue
+  if [ -z "${MUTANTS[$area]:-}" ]; then
+    echo "unknown area $area: one of ${!MUTANTS[*]}, or report" >&2
+    exit 2
+  fi
+  if compgen -G "mutants/toolcalling/*/*.py.meta" >/dev/null; then
+    mapfile -t names < <(untried "${MUTANTS[$area]}")
+    if [ ${#names[@]} -eq 0 ]; then
+      echo "== $area: every mutant was tried already (MUTATION_RETRY=survivors or 1 tries them again)"
+      continue
+    fi
+  else
+    names=("${MUTANTS[$area]}")  # the first run makes the mutants
+  fi
+  echo "== $area: ${#names[@]} mutant(s) or pattern(s), against ${TESTS[$area]}"
+  TOOLCALLING_MUTATION_TESTS="${TESTS[$area]}" timeout --signal=INT --kill-after=60 "${MUTATION_TIMEOUT:-3600}" \
+    "$VENV/bin/mutmut" run --max-children 1 "${names[@]}" > "mutants/$area.log" 2>&1
+  code=$?
+  [ $code -eq 124 ] && echo "   stopped after ${MUTATION_TIMEOUT:-3600} s; run it again to go on"
+  [ $code -ne 0 ] && [ $code -ne 124 ] && { echo "   mutmut exited $code (see mutants/$area.log)"; status=$code; }
+done
+report
+exit $status

@@ -1,0 +1,139 @@
+"""What a cancel and an expiry store about the decision (who, when, why, and the words the model reads), and that
+a call decided by someone else in the middle of a cancel or an expiry is skipped while the others still are."""
+
+from contextlib import contextmanager
+from datetime import timedelta
+
+import pytest
+from django.contrib.admin.models import LogEntry
+from django.utils import timezone
+
+from tests.approval.test_decisions import post, tool_message
+from toolcalling import approval, signals
+from toolcalling.exceptions import AlreadyDecided
+from toolcalling.models import Conversation, ToolCall
+from toolcalling.testutils import override_toolcalling
+
+
+def waiting_calls(api, ops, model, *names):
+    """alice asked for one gated ``bump`` per name in one answer; they all wait."""
+    model.calls(*(("bump", {"name": name}) for name in names))
+    response = post(api, ops, "bump them")
+    assert response.status_code == 201, response.content
+    return [ToolCall.objects.get(pk=c["id"]) for c in response.json()["awaiting_approval"]]
+
+
+@contextmanager
+def on(signal, receiver):
+    signal.connect(receiver)
+    try:
+        yield
+    finally:
+        signal.disconnect(receiver)
+
+
+def test_a_cancel_stores_who_cancelled_when_and_why_and_says_a_staff_member_had_not_decided(api, ops, model, alice):
+    [call] = waiting_calls(api, ops, model, "a")
+    before = timezone.now()
+    assert api.post(f"/api/toolcalling/conversations/{ops['id']}/cancel/").status_code == 200
+    call.refresh_from_db()
+    assert (call.status, call.decided_by, call.decision_reason) == ("cancelled", alice, "Cancelled by the user.")
+    assert before <= call.decided_at <= timezone.now()
+    expected = "Not run: the user cancelled this call before a staff member decided."
+    assert (tool_message(call).content, call.result) == (expected, expected)
+
+
+def test_an_expiry_stores_when_and_why_and_nobody_as_the_one_who_decided(api, ops, model):
+    [call] = waiting_calls(api, ops, model, "a")
+    model.reply("Nobody decided.")
+    before = timezone.now()
+    with override_toolcalling(APPROVAL_TIMEOUT=3600):
+        assert approval.expire(now=call.created_at + timedelta(hours=2)) == [call]
+    call.refresh_from_db()
+    assert (call.status, call.decided_by, call.decision_reason) == ("expired", None, "Expired.")
+    assert before <= call.decided_at <= timezone.now()
+
+
+def test_a_call_decided_during_a_cancel_is_skipped_and_the_later_ones_are_still_cancelled(
+    api, ops, model, approver, django_capture_on_commit_callbacks
+):
+    first, second, third = waiting_calls(api, ops, model, "a", "b", "c")
+
+    def reject_the_second(sender, tool_call, **kwargs):
+        if tool_call.pk == first.pk:  # a staff member rejects the second while the first is being cancelled
+            approval.reject(ToolCall.objects.get(pk=second.pk), approver, "no")
+
+    with on(signals.tool_call_cancelled, reject_the_second), django_capture_on_commit_callbacks(execute=False):
+        response = api.post(f"/api/toolcalling/conversations/{ops['id']}/cancel/")
+    assert response.status_code == 200, response.content
+    statuses = [ToolCall.objects.get(pk=c.pk).status for c in (first, second, third)]
+    assert statuses == ["cancelled", "rejected", "cancelled"]
+
+
+def test_a_call_decided_during_an_expiry_is_skipped_and_the_later_ones_still_expire(
+    api, ops, model, approver, django_capture_on_commit_callbacks
+):
+    first, second, third = waiting_calls(api, ops, model, "a", "b", "c")
+
+    def reject_the_second(sender, tool_call, **kwargs):
+        if tool_call.pk == first.pk:
+            approval.reject(ToolCall.objects.get(pk=second.pk), approver, "no")
+
+    with on(signals.tool_call_expired, reject_the_second), django_capture_on_commit_callbacks(execute=False):
+        expired = approval.expire(now=timezone.now() + timedelta(days=2))
+    assert [c.pk for c in expired] == [first.pk, third.pk]
+    statuses = [ToolCall.objects.get(pk=c.pk).status for c in (first, second, third)]
+    assert statuses == ["expired", "rejected", "expired"]
+
+
+def test_deciding_a_call_that_was_deleted_meanwhile_says_so(api, ops, model, approver):
+    [call] = waiting_calls(api, ops, model, "a")
+    ToolCall.objects.filter(pk=call.pk).delete()
+    with pytest.raises(AlreadyDecided) as info:
+        approval.approve(call, approver)
+    assert info.value.status == "deleted"
+    assert str(info.value.detail) == "This tool call was already decided: it is deleted."
+
+
+def test_a_cancel_frees_only_its_own_conversation_and_marks_it_changed(api, ops, model, approver_api):
+    [call] = waiting_calls(api, ops, model, "a")
+    other = approver_api.post("/api/toolcalling/conversations/", {"assistant": "ops"}, format="json").json()
+    waiting_calls(approver_api, other, model, "b")  # carol's call waits too
+    before = Conversation.objects.get(pk=ops["id"]).updated_at
+    assert api.post(f"/api/toolcalling/conversations/{ops['id']}/cancel/").status_code == 200
+    freed = Conversation.objects.get(pk=ops["id"])
+    assert freed.status == "idle" and freed.updated_at > before
+    assert Conversation.objects.get(pk=other["id"]).status == "awaiting_approval"
+
+
+def test_a_cancel_leaves_a_conversation_that_something_else_took_meanwhile(api, ops, model):
+    first, second = waiting_calls(api, ops, model, "a", "b")
+
+    def taken(sender, tool_call, **kwargs):
+        if tool_call.pk == second.pk:  # as the last call is cancelled, a turn claims the conversation
+            Conversation.objects.filter(pk=ops["id"]).update(status="running")
+
+    with on(signals.tool_call_cancelled, taken):
+        assert len(approval.cancel_waiting(Conversation.objects.get(pk=ops["id"]), first.conversation.user)) == 2
+    assert Conversation.objects.get(pk=ops["id"]).status == "running"  # the claim wins; the cancel frees nothing
+
+
+def test_a_rejection_without_a_reason_says_only_who_said_no(api, ops, model, approver):
+    [call] = waiting_calls(api, ops, model, "a")
+    model.reply("Rejected.")
+    before = timezone.now()
+    approval.reject(call, approver)
+    call.refresh_from_db()
+    assert (call.status, call.decided_by, call.decision_reason) == ("rejected", approver, "")
+    assert before <= call.decided_at <= timezone.now()
+    assert tool_message(call).content == "Not run: a staff member rejected this call."
+    entry = LogEntry.objects.get(object_id=str(call.pk))
+    assert (entry.user_id, entry.change_message) == (approver.pk, "Rejected.")
+
+
+def test_a_staff_member_may_reject_a_call_of_their_own_conversation(approver, approver_api, model):
+    own = approver_api.post("/api/toolcalling/conversations/", {"assistant": "ops"}, format="json").json()
+    [call] = waiting_calls(approver_api, own, model, "mine")
+    model.reply("Rejected.")
+    approval.reject(call, approver, "changed my mind")
+    assert ToolCall.objects.get(pk=call.pk).status == "rejected"

@@ -1,0 +1,99 @@
+"""Reading a conversation's stored history, and turning stored messages into Chat Completions messages.
+
+The stored history is always one the OpenAI API accepts (see ``_ledger`` and ``_writes``); these read it
+back with the ORM, in statements every database Django ships runs as they are (no ``IN`` of a subquery
+with ``LIMIT``, which MariaDB and MySQL refuse).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import Prefetch
+
+from ..models import Conversation, Message, ToolCall
+
+# What one row of a history read holds: the message, and one of its calls (all None when it has none).
+HISTORY_COLUMNS = (
+    "id",
+    "role",
+    "content",
+    "tool_call_id",
+    "tool_calls__call_id",
+    "tool_calls__name",
+    "tool_calls__raw_arguments",
+)
+
+
+def load_messages(conversation: Conversation) -> list[Message]:
+    """The stored history in order, with each assistant message's calls: two queries, whatever its length."""
+    calls = Prefetch("tool_calls", queryset=ToolCall.objects.order_by("index"))
+    return list(conversation.messages.order_by("id").prefetch_related(calls))
+
+
+def history_rows(
+    conversation: Conversation, *, before: int | None = None, limit: int | None = None
+) -> list[tuple[Any, ...]]:
+    """A conversation's messages with their calls (``HISTORY_COLUMNS``), one row per message and call, oldest
+    first; with ``limit``, the ``limit`` newest messages before the id ``before``.
+
+    A tail takes two statements: the id of its oldest message, then the messages from there on with their
+    calls joined. Its rows stop at the tail, however long the history."""
+    messages = Message.objects.filter(conversation_id=conversation.pk)
+    if before is not None:
+        messages = messages.filter(id__lt=before)
+    if limit is not None:
+        first = messages.order_by("-id").values_list("id", flat=True)[limit - 1 : limit]
+        first_id = next(iter(first), None)
+        if first_id is not None:  # otherwise fewer than ``limit`` messages: all of them
+            messages = messages.filter(id__gte=first_id)
+    return list(messages.order_by("id", "tool_calls__index").values_list(*HISTORY_COLUMNS))
+
+
+def history_items(
+    conversation: Conversation, *, before: int | None = None, limit: int | None = None
+) -> list[tuple[int, dict[str, Any]]]:
+    """Stored messages as ``(id, Chat Completions message)``, oldest first: all of them, or with ``limit`` the
+    ``limit`` newest before the id ``before``. Read as plain values, not model instances: a turn reads its
+    history on every message, and long histories must stay cheap."""
+    items: list[tuple[int, dict[str, Any]]] = []
+    for message_id, role, content, tool_call_id, call_id, name, arguments in history_rows(
+        conversation, before=before, limit=limit
+    ):
+        if items and items[-1][0] == message_id:  # another call of the same assistant message
+            item = items[-1][1]
+        elif role == Message.Role.TOOL:
+            item = {"role": "tool", "tool_call_id": tool_call_id, "content": content}
+            items.append((message_id, item))
+        elif role == Message.Role.ASSISTANT:
+            item = {"role": "assistant", "content": content or None}
+            items.append((message_id, item))
+        else:
+            item = {"role": role, "content": content}
+            items.append((message_id, item))
+        if call_id is not None:
+            call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments or "{}"}}
+            item.setdefault("tool_calls", []).append(call)
+        elif role == Message.Role.ASSISTANT and item["content"] is None:
+            item["content"] = ""
+    return items
+
+
+def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Stored messages as Chat Completions messages."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == Message.Role.TOOL:
+            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
+        elif message.role == Message.Role.ASSISTANT:
+            item: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            calls = list(message.tool_calls.all())
+            if calls:
+                item["tool_calls"] = [c.as_openai() for c in calls]
+            elif item["content"] is None:
+                item["content"] = ""
+            out.append(item)
+        else:
+            out.append({"role": message.role, "content": message.content})
+    return out

@@ -1,0 +1,259 @@
+"""A turn's claim on its conversation, and the turn's writes, each fenced by that claim (``Ledger``).
+
+A turn writes through a ``Ledger`` that holds the turn's claim (a token stored on the conversation when
+it was claimed). Every write is a transaction that first bumps the conversation's ``updated_at`` *where
+the conversation still carries that token and is running*: a turn that lost its claim (taken over after
+going quiet, or the conversation deleted) writes nothing more, and the row lock that update takes orders
+a late write and a takeover one after the other. That update also reports a stop request (see ``_stop``),
+and each write stores the usage the turn counted. A call is answered at most once: answers are conditional
+updates of the call's status (``_writes``), and the database refuses a second tool message for one call id.
+
+All of it is the ORM's ``update()`` with ``F()`` increments, on the alias the site's router gives for writes;
+what decides a write (the fence, the call ids already taken, the usage rows) is read there too.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.db import router, transaction
+from django.db.models import F, QuerySet
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from ..exceptions import TurnInterrupted
+from ..model_apis import ModelReply, Usage
+from ..models import Conversation, Message, ToolCall, UsageCounter
+from ..toolkit import storable, storable_json, unique_call_ids
+from ..usage import Meter
+from ._writes import (
+    OPEN_CALL_STATUSES,
+    add_message,
+    answer_call_if,
+    close_open_calls,
+    relax_durability,
+    update_call_if,
+    write_db,
+)
+
+logger = logging.getLogger("toolcalling")
+
+RUNNING = Conversation.Status.RUNNING
+TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+def claim(
+    conversation: Conversation, *, from_statuses: Iterable[str], stale_after: float | None = None
+) -> uuid.UUID | None:
+    """Move the conversation to ``running`` if it is in one of ``from_statuses``; one winner only.
+
+    Returns the winner's token (``None`` for the losers). With ``stale_after`` (seconds), a turn that has
+    been ``running`` without any write for that long (its process died, or hangs) may be taken over too.
+    """
+    token = uuid.uuid4()
+    values = {"status": RUNNING, "error": "", "turn_token": token, "updated_at": timezone.now()}
+    values["stop_requested_at"] = None  # a turn taken over may have been asked to stop; this one was not
+    statuses = list(from_statuses)
+    this = Conversation.objects.using(write_db(conversation)).filter(pk=conversation.pk)
+    updated = statuses and this.filter(status__in=statuses).update(**values)
+    if not updated and stale_after is not None:
+        cutoff = timezone.now() - datetime.timedelta(seconds=stale_after)
+        updated = this.filter(status=RUNNING, updated_at__lt=cutoff).update(**values)
+    if not updated:
+        return None
+    conversation.status, conversation.error, conversation.turn_token = RUNNING, "", token
+    return token
+
+
+class Ledger:
+    """The writes of one turn, each refused once the turn no longer holds its claim (``TurnInterrupted``)."""
+
+    def __init__(self, conversation: Conversation, token: uuid.UUID | None = None, meter: Meter | None = None) -> None:
+        self.conversation = conversation
+        self.token = token
+        self.meter = meter  # the turn's usage counts, stored with its writes
+        self.ended: str | None = None  # the status a write already ended the turn with
+        self.stopping = False  # the owner asked the turn to stop, as its last write (or check) found
+        self.db = write_db(conversation)  # where the turn's transactions open and its fence is read
+
+    def _held(self) -> QuerySet[Conversation]:
+        """The conversation's row while this turn holds its claim (a queryset on the write database)."""
+        held = {"pk": self.conversation.pk, "turn_token": self.token, "status": RUNNING}
+        return Conversation.objects.using(self.db).filter(**held)
+
+    @contextmanager
+    def write(
+        self, *, usage: Usage | None = None, ending: str | None = None, error: str = "", durable: bool = True
+    ) -> Iterator[None]:
+        """A transaction in which this turn may write. The update that checks the claim also carries the
+        heartbeat, the tokens of a reply (``usage``) and the turn's end (``ending``), in one statement. That update
+        is also fenced by "no stop requested": only when it finds nothing does a second one tell a stop request
+        (``stopping``) from a lost claim. Last, it stores the usage the ``meter`` counted since the last write.
+
+        ``durable=False`` (a tool's result, tokens of a retried answer) lets the commit return before it is
+        on disk, where the database allows: the turn's next durable write (its next answer with calls, or its
+        end) carries it there before a tool runs again or the turn reports anything. An answer with calls is
+        always durable before its tools run, so a crash can lose a result, never repeat a tool.
+        """
+        values: dict[str, Any] = {"updated_at": timezone.now()}
+        if usage is not None and usage.total_tokens:
+            values.update({name: F(name) + getattr(usage, name) for name in TOKENS})
+        if ending is not None:
+            values.update(status=ending, error=storable(error), turn_token=None, stop_requested_at=None)
+        with transaction.atomic(using=self.db):
+            if not durable and ending is None:
+                relax_durability(self.db)
+            held = self._held()
+            if self.stopping or not held.filter(stop_requested_at=None).update(**values):
+                if not held.update(**values):
+                    logger.warning("a write of a turn of conversation %s was refused: the turn lost its claim",
+                                   self.conversation.pk)  # fmt: skip
+                    raise TurnInterrupted(status=self._status_now())
+                self.stopping = True
+            yield
+            # Last, so the shared rows stay locked only until the commit; without limits, once, at the turn's end.
+            if self.meter is not None and self.meter.pending and (self.meter.urgent or ending is not None):
+                self.count_usage()
+        conv = self.conversation
+        if usage is not None:
+            conv.prompt_tokens += usage.prompt_tokens
+            conv.completion_tokens += usage.completion_tokens
+            conv.total_tokens += usage.total_tokens
+        if ending is not None:
+            conv.status, conv.error, conv.turn_token, self.ended = ending, error, None, ending
+
+    def count_usage(self) -> None:
+        """Add what the turn used since its last write to its usage counters, in the caller's transaction."""
+        assert self.meter is not None
+        counts, now = self.meter.pending, timezone.now()
+        added = {"tokens": counts.tokens, "turns": counts.turns, "tool_calls": counts.tool_calls}
+        counters = UsageCounter.objects.using(router.db_for_write(UsageCounter))
+
+        def add(ids: list[int], amounts: dict[str, int]) -> int:
+            increments = {quantity: F(quantity) + amount for quantity, amount in amounts.items()}
+            return counters.filter(pk__in=ids).update(updated_at=now, **increments) if ids else 0
+
+        ids = self.meter.row_ids(now)
+        if add(ids, added) < len(ids):
+            # A remembered row is gone (a flushed database) or not committed yet (another turn is making it):
+            # take back what this update added to the rows it found, and count in the rows as they are now.
+            add(ids, {quantity: -amount for quantity, amount in added.items()})
+            add(self.meter.row_ids(now, fresh=True), added)
+        self.meter.stored(counts)
+
+    def check_stop(self) -> bool:
+        """Whether the owner asked this turn to stop, read now (one query); ``TurnInterrupted`` if the claim is gone."""
+        if not self.stopping:
+            found = list(self._held().order_by().values_list("stop_requested_at", flat=True)[:1])
+            if not found:
+                raise TurnInterrupted(status=self._status_now())
+            self.stopping = found[0] is not None
+        return self.stopping
+
+    def add_message(self, role: str, content: str, *, ending: str | None = None) -> Message:
+        """Store a message; with ``ending``, the turn's end (that status) in the same transaction."""
+        with self.write(ending=ending):
+            return add_message(self.conversation, role, content)
+
+    def add_reply(
+        self, reply: ModelReply, *, data: Any = None, ending: str | None = None
+    ) -> tuple[Message, list[ToolCall]]:
+        """Store a model answer and its requested calls, and add its tokens to the conversation's totals.
+
+        ``data`` is the structured output parsed from the answer, when the turn asked for one. Call ids are
+        made safe here: a missing, overlong or repeated id gets a new one, so each call pairs with one answer.
+        Each message and call is saved (not bulk-created), so a site's ``post_save`` receivers see it.
+        """
+        usage = reply.usage
+        with self.write(usage=usage, ending=ending):
+            message = Message(
+                conversation=self.conversation,
+                role=Message.Role.ASSISTANT,
+                content=storable(reply.content or ""),
+                data=storable_json(data),
+                model=storable(reply.model)[:200],
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                total_tokens=usage.total_tokens,
+            )
+            message.save()
+            calls: list[ToolCall] = []
+            if reply.tool_calls:
+                ids = unique_call_ids([call.id for call in reply.tool_calls], self._taken_call_ids(reply))
+                for index, (requested, call_id) in enumerate(zip(reply.tool_calls, ids, strict=True)):
+                    call = ToolCall(
+                        conversation=self.conversation,
+                        message=message,
+                        index=index,
+                        call_id=call_id,
+                        name=storable(requested.name)[:64],
+                        raw_arguments=storable(requested.arguments),
+                        status=ToolCall.Status.RUNNING,
+                    )
+                    call.save()
+                    calls.append(call)
+        message._prefetched_objects_cache = {"tool_calls": calls}  # type: ignore[attr-defined]
+        return message, calls
+
+    def _taken_call_ids(self, reply: ModelReply) -> list[str]:
+        """Which of the reply's call ids the conversation already has (read where they are written)."""
+        requested = [call.id for call in reply.tool_calls if call.id]
+        if not requested:
+            return []
+        taken = ToolCall.objects.using(router.db_for_write(ToolCall, instance=self.conversation)).filter(
+            conversation_id=self.conversation.pk, call_id__in=requested
+        )
+        return list(taken.order_by().values_list("call_id", flat=True))
+
+    def set_title_if_empty(self, title: str) -> None:
+        """Name the conversation after its first message, unless someone named it meanwhile."""
+        if not self.conversation.title:
+            title = storable(title)[:200]
+            Conversation.objects.using(self.db).filter(pk=self.conversation.pk, title="").update(title=title)
+            self.conversation.title = title
+
+    def add_usage(self, usage: Usage) -> None:
+        with self.write(usage=usage, durable=False):
+            pass
+
+    def wait_for_approval(self, call: ToolCall) -> None:
+        """Store a validated call as ``awaiting_approval``."""
+        call.requires_approval = True
+        call.status = ToolCall.Status.AWAITING_APPROVAL
+        with self.write():
+            update_call_if(
+                call, ToolCall.Status.RUNNING, arguments=storable_json(call.arguments),
+                extras=storable_json(call.extras), requires_approval=True, approver=call.approver, status=call.status,
+            )  # fmt: skip
+
+    def answer_call(
+        self, call: ToolCall, *, status: str, result: str, error: str = "", waiting: bool = False
+    ) -> Message:
+        statuses = [*OPEN_CALL_STATUSES, ToolCall.Status.AWAITING_APPROVAL] if waiting else OPEN_CALL_STATUSES
+        with self.write(durable=False):
+            message = answer_call_if(call, from_status=statuses, status=status, result=result, error=error)
+            if message is None:
+                raise TurnInterrupted(_("The call %(id)s was answered by someone else.") % {"id": call.call_id})
+            return message
+
+    def close_open_calls(
+        self, reason: str, *, started: Iterable[int] | None = (), waiting: bool = False
+    ) -> list[Message]:
+        with self.write(durable=False):  # the turn's end follows
+            return close_open_calls(self.conversation, reason, started=started, waiting=waiting)
+
+    def set_status(self, status: str, error: str = "") -> None:
+        """Store how the turn ended; the claim ends with it. Nothing to do if a write already ended it so."""
+        if self.ended == status and not error:
+            return
+        with self.write(ending=status, error=error):
+            pass
+
+    def _status_now(self) -> str | None:
+        statuses = Conversation.objects.using(self.db).filter(pk=self.conversation.pk).order_by()
+        return next(iter(statuses.values_list("status", flat=True)[:1]), None)

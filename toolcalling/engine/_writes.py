@@ -1,0 +1,167 @@
+"""The writes a turn, an approval and a sweep share: messages, a call's conditional changes, a conversation's status.
+
+Every write is the ORM's, on the database the site's router gives for writes, and a site's ``post_save``
+receivers hear of each message and call: new ones are saved (``created=True``); a call's later changes are
+conditional ``update()``s, which is what makes each happen once, and after one succeeds ``post_save`` is sent
+for the call with ``created=False`` and the ``update_fields`` it wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import connections, router, transaction
+from django.db.models import Model
+from django.db.models.signals import post_save
+from django.utils import timezone
+
+from ..models import Conversation, Message, ToolCall
+from ..toolkit import storable, storable_json
+
+OPEN_CALL_STATUSES = (ToolCall.Status.RUNNING, ToolCall.Status.APPROVED)
+
+
+def write_db(conversation: Conversation | None = None) -> str:
+    """The database alias the site's router gives for writes of ``conversation`` (a transaction opens there)."""
+    if conversation is None:
+        return router.db_for_write(Conversation)
+    return router.db_for_write(Conversation, instance=conversation)
+
+
+def relax_durability(using: str | None = None) -> None:
+    """Let the current transaction's commit return before it reaches the disk (PostgreSQL's
+    ``synchronous_commit = off`` for this transaction; other databases keep their own setting).
+
+    For writes that a later write of the same turn makes durable anyway: PostgreSQL writes its log in
+    order, so the next commit that waits for the disk brings every earlier one with it. A crash of the
+    database server in between loses them, never leaves them half written. A setting of the session,
+    not a write of data: it runs on the connection of the write database (``using``, else the router's).
+    """
+    connection = connections[using or write_db()]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+def send_post_save(instance: Model, update_fields: Iterable[str], using: str) -> None:
+    """Tell ``post_save`` receivers of a change an ``update()`` made to ``instance`` (it sends no signal itself)."""
+    post_save.send(
+        sender=type(instance),
+        instance=instance,
+        created=False,
+        update_fields=frozenset(update_fields),
+        raw=False,
+        using=using,
+    )
+
+
+def update_call_if(call: ToolCall, from_status: str | Iterable[str], /, **values: Any) -> bool:
+    """Write ``values`` to the call only if it is still in ``from_status``; False when another process got there
+    first. One conditional ``UPDATE``, so of two racing writers exactly one changes the row; the winner's
+    ``call`` takes the values and ``post_save`` is sent for it."""
+    statuses = [from_status] if isinstance(from_status, str) else list(from_status)
+    using = router.db_for_write(ToolCall, instance=call)
+    if not statuses or not ToolCall.objects.using(using).filter(pk=call.pk, status__in=statuses).update(**values):
+        return False
+    for name, value in values.items():
+        setattr(call, name, value)
+    send_post_save(call, values, using)
+    return True
+
+
+def set_status(conversation: Conversation, status: str, error: str = "") -> None:
+    """Set a conversation's status outside any turn (a background turn that could not start, say)."""
+    conversation.status, conversation.error = status, error
+    Conversation.objects.using(write_db(conversation)).filter(pk=conversation.pk).update(
+        status=status, error=storable(error), turn_token=None, stop_requested_at=None, updated_at=timezone.now()
+    )
+
+
+def add_message(conversation: Conversation, role: str, content: str, **fields: Any) -> Message:
+    message = Message(conversation=conversation, role=role, content=storable(content), **fields)
+    message.save()
+    return without_calls(message)
+
+
+def without_calls(message: Message) -> Message:
+    """Mark a new message as having no tool calls, so reading them later costs no query."""
+    message._prefetched_objects_cache = {"tool_calls": ToolCall.objects.none()}  # type: ignore[attr-defined]
+    return message
+
+
+def answer_call_if(
+    call: ToolCall,
+    *,
+    from_status: str | Iterable[str],
+    status: str,
+    result: str,
+    error: str = "",
+    **fields: Any,
+) -> Message | None:
+    """Answer the call only if it is still in ``from_status``; ``None`` when another process got there first.
+
+    The call's outcome and the tool message that tells the model are stored together. ``fields`` (such as
+    ``decided_by``) are written by the same conditional ``UPDATE ... WHERE status IN from_status``, which is
+    what makes a decision or a result count once: of two racing writers exactly one updates the row.
+    """
+    now = timezone.now()
+    # At most the column's maximum on PostgreSQL and MySQL (2**31 - 1 ms, about 24.8 days): a run the sweep
+    # fails long after its worker died must still be answered.
+    duration = min(2**31 - 1, max(0, int((now - call.started_at).total_seconds() * 1000))) if call.started_at else None
+    result, error = storable(result), storable(error)
+    values = {
+        "status": status,
+        "result": result,
+        "error": error,
+        "finished_at": now,
+        "duration_ms": duration,
+        "arguments": storable_json(call.arguments),
+        "extras": storable_json(call.extras),
+        "requires_approval": call.requires_approval,
+        "started_at": call.started_at,
+        **{name: storable(value) if isinstance(value, str) else value for name, value in fields.items()},
+    }
+    # Within a turn's write, part of its transaction.
+    with transaction.atomic(using=router.db_for_write(ToolCall, instance=call), savepoint=False):
+        if not update_call_if(call, from_status, **values):
+            return None
+        message = Message(
+            conversation_id=call.conversation_id, role=Message.Role.TOOL, content=result, tool_call_id=call.call_id
+        )
+        message.save(using=router.db_for_write(Message, instance=call))
+    return without_calls(message)
+
+
+def close_open_calls(
+    conversation: Conversation, reason: str, *, started: Iterable[int] | None = (), waiting: bool = False
+) -> list[Message]:
+    """Answer every call that was asked for but never answered, so the stored history stays valid.
+
+    A call gets its final status and its tool message together, so the open calls are exactly those still
+    ``running`` or ``approved``; waiting ones keep waiting, unless ``waiting`` (a stopped turn withdraws them
+    too). A running call whose tool had started (``started_at``, or its id in ``started``; ``started=None``:
+    nobody knows, as after a takeover) may have done its work: it is answered ``failed`` with that said,
+    never "not run". The open calls are read where they are written: what is read decides what is written.
+    """
+    known = set(started) if started is not None else None
+    statuses = [*OPEN_CALL_STATUSES, ToolCall.Status.AWAITING_APPROVAL] if waiting else OPEN_CALL_STATUSES
+    open_calls = (
+        ToolCall.objects.using(router.db_for_write(ToolCall, instance=conversation))
+        .filter(conversation_id=conversation.pk, status__in=statuses)
+        .order_by("message_id", "index")
+    )
+    answers = []
+    for call in open_calls:
+        may_have_run = call.status == ToolCall.Status.RUNNING and (
+            known is None or call.started_at is not None or call.pk in known
+        )
+        if may_have_run:
+            status = ToolCall.Status.FAILED
+            text = f"Error: {reason} The tool may have run; whether it took effect is unknown."
+        else:
+            status, text = ToolCall.Status.CANCELLED, f"Not run: {reason}"
+        message = answer_call_if(call, from_status=statuses, status=status, result=text, error=reason)
+        if message is not None:
+            answers.append(message)
+    return answers
