@@ -23,10 +23,13 @@ def tool_messages(request_body):
 
 
 def assert_stored_history_valid(conversation_id):
+    """The stored history, as Chat Completions is sent it (without the reasoning items a Responses answer keeps),
+    is one the API accepts; on the Responses API the strict server checked each request already."""
     from toolcalling.engine._storage import load_messages, to_openai
+    from toolcalling.model_apis._chat_completions import without_reasoning
 
     conv = Conversation.objects.get(pk=conversation_id)
-    history = to_openai(load_messages(conv))
+    history = without_reasoning(to_openai(load_messages(conv)))
     assert validate_chat_request({"model": "m", "messages": history}) == []
 
 

@@ -13,7 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from ..conf import OFFLINE_CLIENT_FACTORY, toolcalling_settings
-from ._base import DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, Usage
+from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, Usage
 from ._chat_completions import ChatCompletions
 from ._responses import Responses, needs_responses
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 IMPLEMENTATIONS: dict[str, type[ModelAPI]] = {"chat_completions": ChatCompletions, "responses": Responses}
 
 __all__ = [
+    "REASONING_KEY",
     "ChatCompletions",
     "DeltaCallback",
     "Features",
