@@ -16,7 +16,8 @@ rounds, each side's ratio to the bare SDK measured in the same run, and the app'
 loop on the same database. Lower is better; 1.00 is level.
 With ``--api responses`` the app and the baseline speak the Responses API, statelessly, with a reasoning model:
 the baseline is a hand-written ``client.responses.create`` loop that sends its output items (reasoning included)
-back as input (the persisting loop and the peers speak Chat Completions only, so they are left out).
+back as input, beside the same loop through ``client.post`` (the persisting loop and the peers speak Chat
+Completions only, so they are left out).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import django  # noqa: E402
 
 django.setup()
 
+import httpx2  # noqa: E402
 import openai  # noqa: E402
 
 from bench._model import ADD, ADD_RESPONSES, ANSWER, QUESTION, model_server  # noqa: E402
@@ -101,6 +103,34 @@ def bare_responses(base_url: str, turns: int) -> list[float]:
     return times
 
 
+def bare_responses_post(base_url: str, turns: int) -> list[float]:
+    """The same stateless loop through the SDK's plain ``client.post("/responses")`` and the JSON it answers, as
+    the app sends it: ``responses.create`` walks its whole input through the SDK's parameter transform on every
+    request, which grows with the history; this loop shows what is left without that."""
+    client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
+    history: list[dict] = []
+    times = []
+    for _ in range(turns):
+        started = time.perf_counter()
+        history.append({"role": "user", "content": QUESTION})
+        while True:
+            body = {"model": "gpt-5-mini", "instructions": "You add numbers.", "input": history,
+                    "tools": [ADD_RESPONSES], "store": False, "include": ["reasoning.encrypted_content"]}  # fmt: skip
+            raw = client.post("/responses", body=body, cast_to=httpx2.Response)
+            output = json.loads(raw.content)["output"]
+            history.extend(output)
+            calls = [item for item in output if item["type"] == "function_call"]
+            if not calls:
+                break
+            for call in calls:
+                args = json.loads(call["arguments"])
+                result = str(args["a"] + args["b"])
+                history.append({"type": "function_call_output", "call_id": call["call_id"], "output": result})
+        assert output[-1]["content"][0]["text"] == ANSWER
+        times.append(time.perf_counter() - started)
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=20)
@@ -113,6 +143,8 @@ def main() -> None:
     databases = {"SQLite": "sqlite", **({"PostgreSQL": "postgresql"} if options.postgres else {})}
     chat = options.api == "chat_completions"
     sides: dict[str, Side] = {"bare SDK loop": bare_sdk if chat else bare_responses}
+    if not chat:
+        sides["bare loop, client.post"] = bare_responses_post
     for label, database in databases.items():
         sides[f"toolcalling, {label}"] = app_side(database, api=options.api)
         if chat:

@@ -7,7 +7,6 @@ tokens) and the reasoning items it issued (so a replay without them is refused, 
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 import uuid
@@ -60,6 +59,19 @@ def split_text(text: str, size: int) -> list[str]:
         return [text] if text else []
     size = max(1, min(size, (len(text) + 1) // 2))
     return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def shared_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of two texts: a binary search of slice comparisons, which run in
+    C, so long prompts stay cheap to compare (``os.path.commonprefix`` walks them a character at a time)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _dumps(payload: Any) -> bytes:
@@ -153,7 +165,7 @@ class ChatBackend:
         usage = estimate_usage(body, reply)
         prompt = prompt_text(body)
         with self._lock:
-            shared = max((len(os.path.commonprefix([prompt, seen])) for seen in self._prompts), default=0)
+            shared = max((shared_prefix(prompt, seen) for seen in self._prompts), default=0)
             self._prompts.append(prompt)
         given = reply.usage
         prompt_tokens = usage.prompt_tokens or 0
