@@ -152,3 +152,21 @@ def test_structured_output_is_checked_as_text_format(model, client):
     fmt = {"type": "json_object"}
     message = refused(client, model="gpt-4.1", input=[ASK], text={"format": fmt})
     assert "must contain the word 'json' in some form to use 'text.format' of type 'json_object'" in message
+
+
+def test_the_offline_model_answers_the_responses_api_too():
+    from toolcalling.contrib.offline import OFFLINE_BASE_URL, offline_http_client
+
+    offline = openai.OpenAI(base_url=OFFLINE_BASE_URL, api_key="x", http_client=offline_http_client(), max_retries=0)
+    order = {**WEATHER, "name": "get_order_status", "description": "Look up the shipping status of an order.",
+             "parameters": {"type": "object", "properties": {"order_no": {"type": "string",
+             "description": "Order number, e.g. 20250719-0032"}}}}  # fmt: skip
+    question = {"role": "user", "content": "Where is my order 20250719-0032?"}
+    first = offline.responses.create(model="offline", input=[question], tools=[WEATHER, order], **STATELESS)
+    [call] = first.output
+    assert (call.type, call.name, json.loads(call.arguments)) == ("function_call", "get_order_status",
+                                                                 {"order_no": "20250719-0032"})  # fmt: skip
+    result = {"type": "function_call_output", "call_id": call.call_id, "output": '{"status": "shipped"}'}
+    second = offline.responses.create(model="offline", input=[question, *replay(first), result], tools=[WEATHER, order],
+                                      **STATELESS)  # fmt: skip
+    assert "shipped" in second.output_text
