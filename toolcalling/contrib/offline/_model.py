@@ -35,7 +35,7 @@ class OfflineModel:
         return reply
 
     def _answer(self, body: dict[str, Any]) -> Reply:
-        messages: list[Mapping[str, Any]] = chat_messages(body)  # a Chat Completions or a Responses request
+        messages: Sequence[Mapping[str, Any]] = chat_messages(body)  # a Chat Completions or a Responses request
         functions = self._offered_functions(body)
         last = messages[-1] if messages else {}
         if last.get("role") == "tool":
