@@ -18,18 +18,9 @@ from django.utils.translation import gettext as _
 
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
+from . import _reading as read
 from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, Usage, invalid
-from ._chat_completions import (
-    _arguments,
-    _object,
-    _string,
-    _text,
-    count,
-    detail,
-    parse_json,
-    request_options,
-    status_error,
-)
+from ._chat_completions import request_options, status_error
 
 if TYPE_CHECKING:
     from ..hooks import ModelRequest
@@ -68,7 +59,7 @@ class Responses(ModelAPI):
             if on_delta is not None:
                 return self._stream(body, options, on_delta)
             response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
-            return reply_from_response(parse_json(response.content), request.model)
+            return reply_from_response(read.parse_json(response.content), request.model)
         except openai.APIStatusError as exc:
             raise status_error(exc) from exc
         except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
@@ -84,7 +75,7 @@ class Responses(ModelAPI):
                                     stream=True)  # fmt: skip
         try:
             if response.headers.get("content-type", "").startswith("application/json"):
-                reply = reply_from_response(parse_json(response.read()), body["model"])
+                reply = reply_from_response(read.parse_json(response.read()), body["model"])
                 if reply.content:
                     on_delta(reply.content)
                 return reply
@@ -199,7 +190,7 @@ def text_format(response_format: Any) -> Any:
 
 def reply_from_response(data: Any, requested_model: str) -> ModelReply:
     """A ``response`` object (parsed JSON) as a ``ModelReply``: its text, function calls and reasoning items."""
-    data = _object(data, "the body")
+    data = read.json_object(data, "the body")
     _raise_error_body(data)
     output = data.get("output")
     if not isinstance(output, list):
@@ -209,7 +200,7 @@ def reply_from_response(data: Any, requested_model: str) -> ModelReply:
     calls: list[RequestedCall] = []
     reasoning: list[dict[str, Any]] = []
     for n, item in enumerate(output):
-        item = _object(item, f"output[{n}]")
+        item = read.json_object(item, f"output[{n}]")
         kind = item.get("type")
         if kind == "reasoning":
             reasoning.append(item)
@@ -218,11 +209,11 @@ def reply_from_response(data: Any, requested_model: str) -> ModelReply:
             if not isinstance(parts, list):
                 raise invalid(f"output[{n}].content is not a list")
             for m, part in enumerate(parts):
-                part = _object(part, f"output[{n}].content[{m}]")
+                part = read.json_object(part, f"output[{n}].content[{m}]")
                 if part.get("type") == "refusal":
-                    refusals.append(_text(part.get("refusal"), f"output[{n}].content[{m}].refusal") or "")
+                    refusals.append(read.text(part.get("refusal"), f"output[{n}].content[{m}].refusal") or "")
                 else:
-                    text.append(_text(part.get("text"), f"output[{n}].content[{m}].text") or "")
+                    text.append(read.text(part.get("text"), f"output[{n}].content[{m}].text") or "")
         elif kind == "function_call":
             calls.append(_call(item, f"output[{n}]"))
         elif not isinstance(kind, str):
@@ -237,7 +228,7 @@ def reply_from_response(data: Any, requested_model: str) -> ModelReply:
         content=content,
         tool_calls=calls,
         usage=_usage(data.get("usage")),
-        model=_string(data.get("model")) or requested_model,
+        model=read.string(data.get("model")) or requested_model,
         finish_reason=_finish_reason(data, calls),
         reasoning=reasoning,
     )
@@ -255,19 +246,19 @@ class EventAssembler:
         self.final: dict[str, Any] | None = None
 
     def feed(self, data: Any) -> None:
-        event = _object(data, "a stream event")
+        event = read.json_object(data, "a stream event")
         kind = event.get("type")
         if kind == "response.output_text.delta":
-            delta = _text(event.get("delta"), "a text delta")
+            delta = read.text(event.get("delta"), "a text delta")
             if delta:
                 self.on_delta(delta)
         elif kind == "response.output_item.done":
             index = event.get("output_index", len(self.items))
             if not isinstance(index, int) or isinstance(index, bool):
                 raise invalid("an output item's output_index is not a number")
-            self.items[index] = _object(event.get("item"), "a finished output item")
+            self.items[index] = read.json_object(event.get("item"), "a finished output item")
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
-            self.final = _object(event.get("response"), f"the response of {kind}")
+            self.final = read.json_object(event.get("response"), f"the response of {kind}")
         elif kind == "error":
             message = event.get("message") or (event.get("error") or {}).get("message")
             raise ModelError(_("The model endpoint answered with an error: %(message)s") % {"message": message})
@@ -281,7 +272,7 @@ class EventAssembler:
             if payload == "[DONE]":
                 break
             if payload:
-                self.feed(parse_json(payload))
+                self.feed(read.parse_json(payload))
 
     def finish(self) -> ModelReply:
         if self.final is None:
@@ -301,10 +292,12 @@ def _raise_error_body(data: dict[str, Any]) -> None:
 
 
 def _call(item: dict[str, Any], where: str) -> RequestedCall:
-    name = _text(item.get("name"), f"{where}.name")
+    name = read.text(item.get("name"), f"{where}.name")
     if not name:
         raise invalid(f"{where} has no function name")
-    return RequestedCall(id=_string(item.get("call_id")), name=name, arguments=_arguments(item.get("arguments")))
+    return RequestedCall(
+        id=read.string(item.get("call_id")), name=name, arguments=read.arguments(item.get("arguments"))
+    )
 
 
 def _finish_reason(data: dict[str, Any], calls: list[RequestedCall]) -> str:
@@ -319,11 +312,13 @@ def _finish_reason(data: dict[str, Any], calls: list[RequestedCall]) -> str:
 def _usage(value: Any) -> Usage:
     if not isinstance(value, dict):
         return Usage()
-    prompt, completion, total = (count(value.get(key)) for key in ("input_tokens", "output_tokens", "total_tokens"))
+    prompt, completion, total = (
+        read.count(value.get(key)) for key in ("input_tokens", "output_tokens", "total_tokens")
+    )
     return Usage(
         prompt_tokens=prompt,
         completion_tokens=completion,
         total_tokens=total or prompt + completion,
-        cached_tokens=detail(value, "input_tokens_details", "cached_tokens"),
-        reasoning_tokens=detail(value, "output_tokens_details", "reasoning_tokens"),
+        cached_tokens=read.detail(value, "input_tokens_details", "cached_tokens"),
+        reasoning_tokens=read.detail(value, "output_tokens_details", "reasoning_tokens"),
     )
