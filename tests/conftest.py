@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.utils import translation
 from rest_framework.test import APIClient
 
-from tests import mutation, services
+from tests import mariadb, mutation, services
 from tests.celery_app import app as celery_app  # noqa: F401  (binds the app's shared tasks to the test site)
 from toolcalling.testing import ScriptedModel
 from toolcalling.testutils import override_model
@@ -34,7 +34,9 @@ def pytest_report_header(config):
     where = settings.DATABASES["default"]
     if settings.DATABASE == "postgresql":
         return f"database: postgresql, a private cluster in {where['HOST']} (TOOLCALLING_TEST_DATABASE)"
-    return f"database: sqlite, {where['TEST']['NAME']} (TOOLCALLING_TEST_DATABASE=postgresql for PostgreSQL)"
+    if settings.DATABASE == "mariadb":
+        return f"database: mariadb, a private server on 127.0.0.1:{where['PORT']} (TOOLCALLING_TEST_DATABASE)"
+    return f"database: sqlite, {where['TEST']['NAME']} (TOOLCALLING_TEST_DATABASE=postgresql or mariadb for those)"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -54,22 +56,27 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def django_db_keepdb(request) -> bool:
-    """On PostgreSQL the test database is not dropped at the end: the whole cluster is thrown away, and
-    dropping the database first races the live server's stream threads whose readers left but which hold
-    a connection until their next keepalive ("database is being accessed by other users")."""
-    return settings.DATABASE == "postgresql" or bool(request.config.getvalue("reuse_db"))
+    """On PostgreSQL and MariaDB the test database is not dropped at the end: the whole server is thrown away,
+    and dropping the database first races the live server's stream threads whose readers left but which hold
+    a connection until their next keepalive ("database is being accessed by other users" on PostgreSQL; on
+    MariaDB the drop would wait for their locks)."""
+    return settings.DATABASE in ("postgresql", "mariadb") or bool(request.config.getvalue("reuse_db"))
 
 
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -> Iterator[None]:
-    """Before pytest-django makes the test database: start this run's PostgreSQL cluster when the run uses it.
+    """Before pytest-django makes the test database: start this run's PostgreSQL cluster or MariaDB server
+    when the run uses one.
 
     It stops after the test database (and the Celery workers, which depend on it) are done with.
     """
-    if settings.DATABASE != "postgresql":
-        yield
-        return
-    with services.postgres_server(Path(settings.DATABASES["default"]["HOST"])):
+    if settings.DATABASE == "postgresql":
+        with services.postgres_server(Path(settings.DATABASES["default"]["HOST"])):
+            yield
+    elif settings.DATABASE == "mariadb":
+        with mariadb.mariadb_server(settings.VAR_DIR / "mariadb", settings.DATABASES["default"]["PORT"]):
+            yield
+    else:
         yield
 
 

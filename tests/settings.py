@@ -1,9 +1,11 @@
 """Settings of the test site: the app plus a tiny test app with its own tools and assistants."""
 
+import importlib.util
 import os
 
 from django.core.exceptions import ImproperlyConfigured
 
+from tests.mariadb import CHARSET, COLLATION, MARIADB_PASSWORD, MARIADB_USER
 from tests.services import POSTGRES_USER, free_port, run_directory
 
 # A temporary directory of this run, outside the checkout; worker processes inherit it (TOOLCALLING_TEST_VAR).
@@ -55,8 +57,9 @@ TEMPLATES = [
         },
     }
 ]
-# TOOLCALLING_TEST_DATABASE picks the database the whole suite runs on: "sqlite" (default) or "postgresql",
-# a private cluster the tests start in VAR_DIR (tests/conftest.py), reached through its socket there.
+# TOOLCALLING_TEST_DATABASE picks the database the whole suite runs on: "sqlite" (default), "postgresql", a
+# private cluster the tests start in VAR_DIR (tests/conftest.py), reached through its socket there, or "mariadb",
+# a private MariaDB server the tests start in VAR_DIR, reached over TCP on a free port of 127.0.0.1.
 DATABASE = os.environ.get("TOOLCALLING_TEST_DATABASE", "sqlite")
 if DATABASE == "sqlite":
     DATABASES = {
@@ -84,8 +87,27 @@ elif DATABASE == "postgresql":
             "CONN_HEALTH_CHECKS": True,
         }
     }
+elif DATABASE == "mariadb":
+    if importlib.util.find_spec("MySQLdb") is None:
+        raise ImproperlyConfigured("TOOLCALLING_TEST_DATABASE=mariadb needs mysqlclient (make test installs it)")
+    # Chosen once per run and inherited by worker processes, like the Redis port below.
+    MARIADB_PORT = int(os.environ.setdefault("TOOLCALLING_TEST_MARIADB_PORT", str(free_port())))
+    DATABASES = {
+        "default": {
+            # As a production site connects: over TCP, utf8mb4, and Django's default READ COMMITTED isolation.
+            "ENGINE": "django.db.backends.mysql",
+            "NAME": "toolcalling",
+            "USER": MARIADB_USER,
+            "PASSWORD": MARIADB_PASSWORD,
+            "HOST": "127.0.0.1",
+            "PORT": MARIADB_PORT,
+            "CONN_HEALTH_CHECKS": True,
+            "OPTIONS": {"charset": CHARSET},
+            "TEST": {"CHARSET": CHARSET, "COLLATION": COLLATION},
+        }
+    }
 else:
-    raise ImproperlyConfigured(f"TOOLCALLING_TEST_DATABASE is {DATABASE!r}: use 'sqlite' or 'postgresql'")
+    raise ImproperlyConfigured(f"TOOLCALLING_TEST_DATABASE is {DATABASE!r}: use 'sqlite', 'postgresql' or 'mariadb'")
 # Persistent connections, as a production site sets them (the benchmarks and a worker test do; tests close them).
 DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("TOOLCALLING_TEST_CONN_MAX_AGE", 0))
 # The same database through a second connection (a test mirror of "default"): tests with a database router send

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import BaseModel
 
@@ -79,7 +79,8 @@ class Assistant:
     @classmethod
     def get(cls, assistant_id: str) -> Assistant:
         """An instance of the assistant registered under ``assistant_id``."""
-        return assistants.get(assistant_id)()
+        # Only subclasses of this class register themselves (``__init_subclass__``).
+        return cast("Assistant", assistants.get(assistant_id)())
 
     # Policy hooks ---------------------------------------------------------------------------------
 

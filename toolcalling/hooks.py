@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .assistant import Assistant
     from .model_apis import ModelReply
     from .models import Conversation, Message, ToolCall
-    from .toolkit import ToolContext
+    from .toolkit import AssistantLike, ToolContext
 
 
 class EndTurn(Exception):  # noqa: N818 - it steers the loop, it is not an error
@@ -38,7 +37,7 @@ class ModelRequest:
 class TurnView:
     """What hooks and signal receivers see of a turn. Read it; the loop owns it."""
 
-    assistant: Assistant
+    assistant: AssistantLike
     """The assistant instance running the turn."""
     conversation: Conversation
     """The stored conversation (its ``status`` says how a finished turn ended)."""

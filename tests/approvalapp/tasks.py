@@ -18,14 +18,14 @@ def stamp(key: str) -> None:
 @shared_task(name="tests.database_connection")
 def database_connection() -> dict:
     """How many tasks have used this worker's database connection (a temporary table lives as long as the
-    connection), and on PostgreSQL the server process behind it."""
+    connection), and on PostgreSQL and MariaDB the server's id for it (its backend process, its thread)."""
     with connection.cursor() as cursor:
         cursor.execute("CREATE TEMPORARY TABLE IF NOT EXISTS tests_connection_uses (n integer)")
         cursor.execute("INSERT INTO tests_connection_uses (n) VALUES (1)")
         cursor.execute("SELECT COUNT(*) FROM tests_connection_uses")
         uses = cursor.fetchone()[0]
         backend = None
-        if connection.vendor == "postgresql":
-            cursor.execute("SELECT pg_backend_pid()")
+        if connection.vendor in ("postgresql", "mysql"):
+            cursor.execute("SELECT pg_backend_pid()" if connection.vendor == "postgresql" else "SELECT CONNECTION_ID()")
             backend = cursor.fetchone()[0]
     return {"uses": uses, "backend": backend}

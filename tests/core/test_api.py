@@ -1,5 +1,7 @@
 """The REST API: assistants, own conversations only, input validation, and constant queries per turn."""
 
+import json
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -136,3 +138,28 @@ def test_a_calls_arguments_come_in_the_tools_parameter_order_on_every_database(a
     (call,) = api.get(url).json()[1]["tool_calls"]
     assert list(call["arguments"]) == ["order_no", "speed", "address"]
     assert call["arguments"]["address"] == {"street": "1 Main St", "city": "Springfield"}
+
+
+def test_text_beyond_three_utf8_bytes_a_character_is_stored_whole_on_every_database(api, conversation, model):
+    # Emoji and other characters outside the Basic Multilingual Plane take four bytes in UTF-8: MySQL's and
+    # MariaDB's "utf8" (utf8mb3) refuses them, utf8mb4 keeps them. Everything a turn writes carries some.
+    model.call("ship", {"order_no": "7 🚚", "address": {"street": "1 Main St", "city": "𝔖pringfield"}})
+    model.reply("Shipped 🚚 to 𝔖pringfield.")
+    url = URL + f"conversations/{conversation['id']}/"
+    assert api.post(url + "messages/", {"content": "ship 7 🚚 😀"}, format="json").status_code == 201
+    assert api.patch(url, {"title": "Orders 📦"}, format="json").status_code == 200
+    assert api.get(url).json()["title"] == "Orders 📦"
+    user, asked, answered, final = api.get(url + "messages/").json()  # read back from the database
+    assert user["content"] == "ship 7 🚚 😀"
+    (call,) = asked["tool_calls"]
+    assert call["arguments"] == {
+        "order_no": "7 🚚",
+        "speed": "standard",
+        "address": {"street": "1 Main St", "city": "𝔖pringfield"},
+    }
+    assert (
+        json.loads(call["result"])
+        == json.loads(answered["content"])
+        == {"order_no": "7 🚚", "speed": "standard", "city": "𝔖pringfield"}
+    )
+    assert final["content"] == "Shipped 🚚 to 𝔖pringfield."

@@ -28,11 +28,14 @@ class AppWritesElsewhere:
     """A site's router: the app's writes go to ``writes``, every read to ``default`` (one database, two
     connections, so what went where shows; a replica would only show it as stale reads)."""
 
+    def __init__(self, also: tuple[str, ...] = ()) -> None:
+        self.apps = ("toolcalling", *also)
+
     def db_for_read(self, model: type, **hints: Any) -> str:
         return "default"
 
     def db_for_write(self, model: type, **hints: Any) -> str | None:
-        return WRITES if model._meta.app_label == "toolcalling" else None
+        return WRITES if model._meta.app_label in self.apps else None
 
     def allow_relation(self, obj1: Any, obj2: Any, **hints: Any) -> bool:
         return True
@@ -93,3 +96,33 @@ def test_a_turns_claim_and_stop_check_use_the_routers_write_database(alice):
     assert token is not None
     assert app_statements(on_default) == []
     assert len([sql for sql in app_statements(on_writes) if "stop_requested_at" in sql]) == 4  # claim, 2 checks, stop
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", WRITES])
+def test_a_decision_writes_in_a_transaction_on_the_routers_write_database(api, model, alice, seen):
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    from toolcalling import approval
+
+    conversation = Conversation.objects.create(user=alice, assistant_id="helper")
+    model.call("delete_everything", {"confirm": "yes"})
+    api.post(URL.format(conversation.pk), {"content": "Delete it all."}, format="json")
+    call = ToolCall.objects.get(conversation=conversation, status="awaiting_approval")
+    staff = get_user_model().objects.create_user("carol", password="pw", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="approve_toolcall"))
+    staff = get_user_model().objects.get(pk=staff.pk)
+    seen.clear()
+    with (
+        # The admin's log entry of the decision goes with it (on one SQLite file, two connections that both
+        # write inside one decision would wait for each other).
+        override_settings(DATABASE_ROUTERS=[AppWritesElsewhere(also=("admin",))]),
+        CaptureQueriesContext(connections["default"]) as on_default,
+    ):
+        approval.reject(call, staff, "Not today.")
+    assert writing(app_statements(on_default)) == []
+    # The call's answer and its tool message are written together, inside one transaction there.
+    assert {(s.using, s.atomic) for s in seen} == {(WRITES, True)}
+    assert {s.model for s in seen} >= {"ToolCall", "Message"}
+    call.refresh_from_db()
+    assert call.status == "rejected" and call.decision_reason == "Not today."

@@ -25,7 +25,7 @@ def serve(*options):
         # The SDK starts a server with a few safe variables only: the run's directory and database go along.
         **{
             name: os.environ[name]
-            for name in ("TOOLCALLING_TEST_VAR", "TOOLCALLING_TEST_DATABASE")
+            for name in ("TOOLCALLING_TEST_VAR", "TOOLCALLING_TEST_DATABASE", "TOOLCALLING_TEST_MARIADB_PORT")
             if name in os.environ
         },
     }

@@ -22,7 +22,7 @@ from django.utils.translation import gettext as _
 
 from .. import signals, streaming
 from ..conf import toolcalling_settings
-from ..engine import answer_call_if, describe_call, update_call_if
+from ..engine import answer_call_if, describe_call, update_call_if, write_db
 from ..exceptions import AlreadyDecided, TaskQueueUnavailable
 from ..models import Conversation, ToolCall
 from ._arguments import edit_note, validate_arguments
@@ -63,8 +63,9 @@ def approve(call: ToolCall, user: Any, arguments: Any = None) -> ToolCall:
     form) the task is queued when that commits; if it cannot be, the call waits for approval again.
     """
     check_may_decide(call, user, approving=True)
-    nested = transaction.get_connection().in_atomic_block
-    with transaction.atomic():
+    db = write_db()
+    nested = transaction.get_connection(db).in_atomic_block
+    with transaction.atomic(using=db):
         if arguments is not None:
             edit_arguments(call, user, arguments)
         now = timezone.now()
@@ -82,7 +83,7 @@ def approve(call: ToolCall, user: Any, arguments: Any = None) -> ToolCall:
         # decision before the worker, started only after commit, can report the run.
         _announce(signals.tool_call_approved, call, user=user)
         if nested:
-            transaction.on_commit(lambda: _enqueue_run_or_wait_again(call, user), robust=True)
+            transaction.on_commit(lambda: _enqueue_run_or_wait_again(call, user), using=db, robust=True)
     if not nested:
         _enqueue_run_or_wait_again(call, user)
     return call
@@ -112,7 +113,7 @@ def reject(call: ToolCall, user: Any, reason: str = "") -> ToolCall:
     text = "Not run: the user declined this call." if by_user else "Not run: a staff member rejected this call."
     text += f" Reason: {reason}" if reason else ""
     now = timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(using=write_db()):
         _decide(call, ToolCall.Status.REJECTED, text, decided_by=user, decided_at=now, decision_reason=reason)
         if reason:
             logged = _("Declined by the user: %(reason)s") if by_user else _("Rejected: %(reason)s")
@@ -205,7 +206,7 @@ def waiting_calls() -> QuerySet[ToolCall]:
 
 def _decide(call: ToolCall, status: str, text: str, *, continue_after: bool = True, **fields: Any) -> None:
     """Answer a waiting call with ``text`` as its final ``status``, if it is still waiting."""
-    with transaction.atomic():
+    with transaction.atomic(using=write_db()):
         message = answer_call_if(call, from_status=WAITING, status=status, result=text, **fields)
         if message is None:
             raise _already_decided(call)

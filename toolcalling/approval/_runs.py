@@ -23,6 +23,7 @@ from ..engine import (
     enqueue,
     run_approved_call,
     send_post_save,
+    write_db,
 )
 from ..exceptions import NotRegistered, TaskQueueUnavailable
 from ..models import Conversation, ToolCall
@@ -122,7 +123,7 @@ def continue_when_decided(conversation: Conversation) -> bool:
     if conversation.status != Conversation.Status.AWAITING_APPROVAL or pending(conversation).exists():
         return False
     conversation_id = conversation.pk
-    transaction.on_commit(lambda: enqueue_continue(conversation_id))
+    transaction.on_commit(lambda: enqueue_continue(conversation_id), using=write_db())
     return True
 
 

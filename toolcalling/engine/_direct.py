@@ -23,11 +23,11 @@ from ._steps import Answered
 from ._turn import Turn
 
 if TYPE_CHECKING:
-    from ..assistant import Assistant
+    from ..toolkit import AssistantLike
 
 
 def call_directly(
-    assistant: Assistant, user: Any, name: str, arguments: dict[str, Any] | None, *, origin: str, title: str = ""
+    assistant: AssistantLike, user: Any, name: str, arguments: dict[str, Any] | None, *, origin: str, title: str = ""
 ) -> ToolCall | None:
     """Run (or queue for approval) one call of ``name`` for ``user`` in a new conversation; the stored call.
 

@@ -78,7 +78,7 @@ class Ledger:
         self.token = token
         self.meter = meter  # the turn's usage counts, stored with its writes
         self.ended: str | None = None  # the status a write already ended the turn with
-        self.stopping = False  # the owner asked the turn to stop, as its last write (or check) found
+        self.stop_requested = False  # the owner asked the turn to stop, as its last write (or check) found
         self.db = write_db(conversation)  # where the turn's transactions open and its fence is read
 
     def _held(self) -> QuerySet[Conversation]:
@@ -93,7 +93,7 @@ class Ledger:
         """A transaction in which this turn may write. The update that checks the claim also carries the
         heartbeat, the tokens of a reply (``usage``) and the turn's end (``ending``), in one statement. That update
         is also fenced by "no stop requested": only when it finds nothing does a second one tell a stop request
-        (``stopping``) from a lost claim. Last, it stores the usage the ``meter`` counted since the last write.
+        (``stop_requested``) from a lost claim. Last, it stores the usage the ``meter`` counted since the last write.
 
         ``durable=False`` (a tool's result, tokens of a retried answer) lets the commit return before it is
         on disk, where the database allows: the turn's next durable write (its next answer with calls, or its
@@ -109,12 +109,12 @@ class Ledger:
             if not durable and ending is None:
                 relax_durability(self.db)
             held = self._held()
-            if self.stopping or not held.filter(stop_requested_at=None).update(**values):
+            if self.stop_requested or not held.filter(stop_requested_at=None).update(**values):
                 if not held.update(**values):
                     logger.warning("a write of a turn of conversation %s was refused: the turn lost its claim",
                                    self.conversation.pk)  # fmt: skip
                     raise TurnInterrupted(status=self._status_now())
-                self.stopping = True
+                self.stop_requested = True
             yield
             # Last, so the shared rows stay locked only until the commit; without limits, once, at the turn's end.
             if self.meter is not None and self.meter.pending and (self.meter.urgent or ending is not None):
@@ -147,12 +147,12 @@ class Ledger:
 
     def check_stop(self) -> bool:
         """Whether the owner asked this turn to stop, read now (one query); ``TurnInterrupted`` if the claim is gone."""
-        if not self.stopping:
+        if not self.stop_requested:
             found = list(self._held().order_by().values_list("stop_requested_at", flat=True)[:1])
             if not found:
                 raise TurnInterrupted(status=self._status_now())
-            self.stopping = found[0] is not None
-        return self.stopping
+            self.stop_requested = found[0] is not None
+        return self.stop_requested
 
     def add_message(self, role: str, content: str, *, ending: str | None = None) -> Message:
         """Store a message; with ``ending``, the turn's end (that status) in the same transaction."""

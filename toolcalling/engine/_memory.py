@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ._history import history_items
 
 if TYPE_CHECKING:
-    from ..assistant import Assistant
     from ..models import Conversation
+    from ..toolkit import AssistantLike
 
 FULL = "full"
 FINAL = "final"
@@ -88,7 +88,7 @@ class History:
         return items[starts[-1] :]
 
 
-def load(assistant: Assistant, conversation: Conversation) -> History:
+def load(assistant: AssistantLike, conversation: Conversation) -> History:
     """The history this turn starts from, under the assistant's memory policy and budgets.
 
     The current turn (from the last user message on) is always complete. Earlier turns are sent whole

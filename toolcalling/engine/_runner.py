@@ -21,7 +21,7 @@ from ._steps import Answered, CallsAnswered
 from ._turn import Turn
 
 if TYPE_CHECKING:
-    from ..assistant import Assistant
+    from ..toolkit import AssistantLike
 
 logger = logging.getLogger("toolcalling")
 
@@ -58,7 +58,7 @@ class TurnResult:
         return [c for c in self.tool_calls if c.status == ToolCall.Status.AWAITING_APPROVAL]
 
 
-def conversation_for(assistant: Assistant, user: Any, conversation: Conversation | None) -> Conversation:
+def conversation_for(assistant: AssistantLike, user: Any, conversation: Conversation | None) -> Conversation:
     """The given conversation (checked to be this user's, with this assistant) or a new one."""
     if not assistant.has_permission(user):
         raise PermissionDenied(f"{user!r} may not use the assistant {assistant.id!r}.")
@@ -74,7 +74,7 @@ def conversation_for(assistant: Assistant, user: Any, conversation: Conversation
 
 
 def run_turn(
-    assistant: Assistant,
+    assistant: AssistantLike,
     user: Any,
     content: str,
     conversation: Conversation | None = None,
@@ -137,7 +137,7 @@ class Stepper:
 
     def __init__(
         self,
-        assistant: Assistant,
+        assistant: AssistantLike,
         user: Any,
         content: str,
         conversation: Conversation | None = None,

@@ -37,7 +37,7 @@ from ._steps import Answered, CallsAnswered, Ended, Step
 from ._structured import OutputCheck
 
 if TYPE_CHECKING:
-    from ..assistant import Assistant
+    from ..toolkit import AssistantLike
 
 
 class Turn(TurnEnding):
@@ -49,7 +49,7 @@ class Turn(TurnEnding):
 
     def __init__(
         self,
-        assistant: Assistant,
+        assistant: AssistantLike,
         conversation: Conversation,
         *,
         user: Any = None,
@@ -227,7 +227,7 @@ class Turn(TurnEnding):
         With an output type, a final answer that does not validate is sent back to the model (nothing of it is
         stored) until the assistant's ``output_retries`` are used up; then it is stored and the turn fails.
         """
-        while not self.ledger.stopping:
+        while not self.ledger.stop_requested:
             reply = self.ask()
             if self.output is None or reply.tool_calls:
                 return self.store(reply)
@@ -279,7 +279,7 @@ class Turn(TurnEnding):
         direct: list[str] = []
         for call in calls:
             # The write that stored the answer, or the last call's result, just now read any stop request.
-            if self.ledger.stopping:
+            if self.ledger.stop_requested:
                 return CallsAnswered(calls=calls, ending=self.stop_calls(calls))
             if decided and call.pk in decided:
                 answer = self.calls.answer_decided(call, *decided[call.pk])
@@ -348,7 +348,7 @@ class Turn(TurnEnding):
         self.observers.answered(call)
 
 
-def tool_definitions(assistant: Assistant, tools: Iterable[Tool]) -> list[dict[str, Any]]:
+def tool_definitions(assistant: AssistantLike, tools: Iterable[Tool]) -> list[dict[str, Any]]:
     """The definitions of ``tools`` as the model gets them: with the assistant's argument extras (not on the
     search tool). The MCP endpoint lists its tools with these same schemas."""
     definitions = [t.definition() for t in tools]

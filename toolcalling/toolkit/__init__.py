@@ -4,7 +4,7 @@ server's). It knows nothing of turns, storage or HTTP.
 
 Only what other packages of the app (and the tests) use is named here; the rest stays in the private modules."""
 
-from ._context import ToolContext
+from ._context import AssistantLike, ToolContext
 from ._extras import check_extras, split_extras, with_extras
 from ._registry import assistants, tools
 from ._schema import describe_validation_error
@@ -14,6 +14,7 @@ from ._text import storable, storable_json, unique_call_ids
 from ._tool import NAME_RE, ApprovalRule, Tool, arguments_object, make_tool, result_to_text, tool, tool_label
 
 __all__ = [
+    "AssistantLike",
     "NAME_RE",
     "SEARCH_TOOL_NAME",
     "ApprovalRule",

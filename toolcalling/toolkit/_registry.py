@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from ..exceptions import AlreadyRegistered, NotRegistered
 
 if TYPE_CHECKING:
-    from ..assistant import Assistant
+    from ._context import AssistantLike
     from ._tool import Tool
 
 T = TypeVar("T")
@@ -71,13 +71,13 @@ class ToolRegistry(Registry["Tool"]):
         return item.module
 
 
-class AssistantRegistry(Registry["type[Assistant]"]):
+class AssistantRegistry(Registry["type[AssistantLike]"]):
     kind = "assistant"
 
-    def _name(self, item: type[Assistant]) -> str:
+    def _name(self, item: type[AssistantLike]) -> str:
         return str(item.id)
 
-    def _origin(self, item: type[Assistant]) -> str:
+    def _origin(self, item: type[AssistantLike]) -> str:
         return f"{item.__module__}.{item.__qualname__}"
 
 

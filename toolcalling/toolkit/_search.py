@@ -14,8 +14,8 @@ from ..exceptions import ImproperlyDefined
 from ._tool import Tool, make_tool
 
 if TYPE_CHECKING:
-    from ..assistant import Assistant
     from ..models import Conversation
+    from ._context import AssistantLike
 
 SEARCH_TOOL_NAME = "search_tools"
 STATE_KEY = "tool_search"
@@ -71,7 +71,7 @@ class ToolIndex:
         return [self.tools[index] for _, index in scored[:limit]]
 
 
-def search_enabled(assistant: Assistant, tool_count: int) -> bool:
+def search_enabled(assistant: AssistantLike, tool_count: int) -> bool:
     """``tool_search`` True or False decides; None turns it on above ``TOOL_SEARCH_THRESHOLD`` tools."""
     if assistant.tool_search is None:
         return tool_count > toolcalling_settings.TOOL_SEARCH_THRESHOLD

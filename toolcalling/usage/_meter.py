@@ -25,9 +25,8 @@ from ..exceptions import UsageLimitExceeded
 from ._limits import UsageLimit, parse_limits, site_limits, window
 
 if TYPE_CHECKING:
-    from ..assistant import Assistant
     from ..models import UsageCounter
-    from ..toolkit import ToolContext
+    from ..toolkit import AssistantLike, ToolContext
 
 # Kept for every turn, limits or not, so the admin can show usage per user and per assistant.
 ALWAYS_COUNTED = (("user", "day"), ("user", "month"), ("assistant", "day"), ("assistant", "month"))
@@ -68,7 +67,7 @@ class Meter:
         self.pending = Usage()  # counted, not yet stored (see ``add`` and ``flush``)
 
     @classmethod
-    def build(cls, assistant: Assistant, ctx: ToolContext) -> Meter:
+    def build(cls, assistant: AssistantLike, ctx: ToolContext) -> Meter:
         """The site's ``USAGE_LIMITS`` and the assistant's own limits, for the user of ``ctx``."""
         own = parse_limits(list(assistant.get_usage_limits(ctx)), f"{type(assistant).__qualname__}.usage_limits")
         assistant_id = assistant.id or ""

@@ -14,13 +14,13 @@ from ._limits import UsageLimit, window
 from ._meter import Counted, Meter, counter_model, read_counters
 
 if TYPE_CHECKING:
-    from ..assistant import Assistant
     from ..models import UsageCounter
+    from ..toolkit import AssistantLike
 
 SHOWN_PERIODS = ("day", "month")  # counted for every user whatever the limits (see ALWAYS_COUNTED)
 
 
-def report(user: Any, assistants: Iterable[Assistant], now: datetime.datetime | None = None) -> dict[str, Any]:
+def report(user: Any, assistants: Iterable[AssistantLike], now: datetime.datetime | None = None) -> dict[str, Any]:
     """The user's usage in the current day and month, and every limit that applies to their turns with
     ``assistants`` (the ones they may use), with how much of it is used. Two queries, whatever the limits."""
     now = now or timezone.now()
