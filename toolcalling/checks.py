@@ -80,7 +80,7 @@ def check_model_apis(app_configs: Any = None, **kwargs: Any) -> list[checks.Chec
     for assistant_cls in assistants.all():
         assistant = assistant_cls()
         api = assistant.get_api()
-        if assistant_cls.api is not None and api not in IMPLEMENTATIONS:
+        if getattr(assistant_cls, "api", None) is not None and api not in IMPLEMENTATIONS:
             messages.append(
                 checks.Error(
                     _("Assistant %(assistant)s uses the model API %(api)r, which is not available yet.")
@@ -92,7 +92,7 @@ def check_model_apis(app_configs: Any = None, **kwargs: Any) -> list[checks.Chec
             )
             continue
         try:
-            has_tools = bool(assistant.resolve_tools() or assistant_cls.mcp_servers)
+            has_tools = bool(assistant.resolve_tools() or getattr(assistant_cls, "mcp_servers", None))
         except NotRegistered:
             continue  # reported by check_assistants
         model = assistant.get_model()

@@ -18,7 +18,7 @@ from ._chat_completions import ChatCompletions
 from ._responses import Responses, needs_responses
 
 if TYPE_CHECKING:
-    from ..assistant import Assistant
+    from ..toolkit import AssistantLike
 
 # The implementation of each API name ``TOOLCALLING["API"]`` and ``Assistant.api`` may give.
 IMPLEMENTATIONS: dict[str, type[ModelAPI]] = {"chat_completions": ChatCompletions, "responses": Responses}
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-def get_model_api(assistant: Assistant | None = None) -> ModelAPI:
+def get_model_api(assistant: AssistantLike | None = None) -> ModelAPI:
     """The model API ``assistant`` speaks (``Assistant.api``; without one, ``TOOLCALLING["API"]``), built from
     ``TOOLCALLING`` once per API (and again when the setting changes)."""
     name = assistant.get_api() if assistant is not None else toolcalling_settings.API
