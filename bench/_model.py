@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from toolcalling.testing import OpenAICompatibleServer, Reply, ToolCall  # noqa: E402
+from toolcalling.testing.scripted import chat_messages  # noqa: E402
 
 ADD = {
     "type": "function",
@@ -38,6 +39,8 @@ ADD = {
         },
     },
 }
+# The same tool as a Responses function tool (``strict`` said outright: the Responses API makes it true otherwise).
+ADD_RESPONSES = {"type": "function", **ADD["function"], "strict": False}
 QUESTION = "Add 2+3 and 4+5."
 ANSWER = "5 and 9."
 
@@ -54,7 +57,7 @@ class BenchModel:
         if self.latency:
             time.sleep(self.latency)
         answered = 0
-        for message in reversed(body["messages"]):
+        for message in reversed(chat_messages(body)):  # either API's request
             if message["role"] == "user":
                 break
             answered += message["role"] == "tool"

@@ -17,8 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 Side = Callable[[str, int], list[float]]
 
 
-def app_side(database: str, env: dict[str, str] | None = None, *, command: str = "run") -> Side:
-    """The app on ``database`` ("sqlite" or "postgresql"), driven through ``bench/_app_runner.py``
+def app_side(
+    database: str, env: dict[str, str] | None = None, *, command: str = "run", api: str = "chat_completions"
+) -> Side:
+    """The app on ``database`` ("sqlite" or "postgresql") and ``api``, driven through ``bench/_app_runner.py``
     (``command="persist"``: the hand-written persisting loop there instead of the app)."""
     runners: dict[str, subprocess.Popen] = {}
 
@@ -26,7 +28,7 @@ def app_side(database: str, env: dict[str, str] | None = None, *, command: str =
         """Seconds per turn of a new conversation of ``turns`` turns."""
         if base_url not in runners:
             environment = {**os.environ, "TOOLCALLING_TEST_DATABASE": database, **(env or {})}
-            argv = [sys.executable, str(ROOT / "bench" / "_app_runner.py"), "--base-url", base_url]
+            argv = [sys.executable, str(ROOT / "bench" / "_app_runner.py"), "--base-url", base_url, "--api", api]
             runner = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment)
             assert runner.stdout is not None and runner.stdout.readline().strip() == "ready"
             runners[base_url] = runner

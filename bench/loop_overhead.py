@@ -1,6 +1,6 @@
 """A stored tool-calling turn against a hand-written loop over the bare ``openai`` SDK, and against peers.
 
-Run: ``.venv/bin/python bench/loop_overhead.py [--turns 20] [--rounds 7] [--postgres] [--peers]``.
+Run: ``.venv/bin/python bench/loop_overhead.py [--turns 20] [--rounds 7] [--postgres] [--peers] [--api responses]``.
 
 Every side talks to the same strict local server (in a process of its own) with the real ``openai`` SDK,
 offers the same one tool, and makes the same three requests per turn: the model asks for a call of ``add``,
@@ -14,6 +14,10 @@ fair baseline for a loop that persists, on each database the app runs on.
 own message history between turns. Printed: the median time of the first and the last turn over the
 rounds, each side's ratio to the bare SDK measured in the same run, and the app's ratio to the persisting
 loop on the same database. Lower is better; 1.00 is level.
+With ``--api responses`` the app and the baseline speak the Responses API, statelessly, with a reasoning model:
+the baseline is a hand-written ``client.responses.create`` loop that sends its output items (reasoning included)
+back as input, beside the same loop through ``client.post`` (the persisting loop and the peers speak Chat
+Completions only, so they are left out).
 """
 
 from __future__ import annotations
@@ -37,9 +41,10 @@ import django  # noqa: E402
 
 django.setup()
 
+import httpx2  # noqa: E402
 import openai  # noqa: E402
 
-from bench._model import ADD, ANSWER, QUESTION, model_server  # noqa: E402
+from bench._model import ADD, ADD_RESPONSES, ANSWER, QUESTION, model_server  # noqa: E402
 from bench._postgres import postgres  # noqa: E402
 from bench._sides import app_side, close_sides, peer_sides  # noqa: E402
 
@@ -68,20 +73,83 @@ def bare_sdk(base_url: str, turns: int) -> list[float]:
     return times
 
 
+def bare_responses(base_url: str, turns: int) -> list[float]:
+    """The hand-written stateless Responses loop: output items (reasoning too) go back as input, nothing stored."""
+    client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
+    history: list[dict] = []
+    times = []
+    for _ in range(turns):
+        started = time.perf_counter()
+        history.append({"role": "user", "content": QUESTION})
+        while True:
+            response = client.responses.create(
+                model="gpt-5-mini",
+                instructions="You add numbers.",
+                input=history,  # type: ignore[arg-type]
+                tools=[ADD_RESPONSES],  # type: ignore[list-item]
+                store=False,
+                include=["reasoning.encrypted_content"],
+            )
+            history.extend(item.model_dump(exclude_none=True) for item in response.output)
+            calls = [item for item in response.output if item.type == "function_call"]
+            if not calls:
+                break
+            for call in calls:
+                args = json.loads(call.arguments)
+                result = str(args["a"] + args["b"])
+                history.append({"type": "function_call_output", "call_id": call.call_id, "output": result})
+        assert response.output_text == ANSWER
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def bare_responses_post(base_url: str, turns: int) -> list[float]:
+    """The same stateless loop through the SDK's plain ``client.post("/responses")`` and the JSON it answers, as
+    the app sends it: ``responses.create`` walks its whole input through the SDK's parameter transform on every
+    request, which grows with the history; this loop shows what is left without that."""
+    client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
+    history: list[dict] = []
+    times = []
+    for _ in range(turns):
+        started = time.perf_counter()
+        history.append({"role": "user", "content": QUESTION})
+        while True:
+            body = {"model": "gpt-5-mini", "instructions": "You add numbers.", "input": history,
+                    "tools": [ADD_RESPONSES], "store": False, "include": ["reasoning.encrypted_content"]}  # fmt: skip
+            raw = client.post("/responses", body=body, cast_to=httpx2.Response)
+            output = json.loads(raw.content)["output"]
+            history.extend(output)
+            calls = [item for item in output if item["type"] == "function_call"]
+            if not calls:
+                break
+            for call in calls:
+                args = json.loads(call["arguments"])
+                result = str(args["a"] + args["b"])
+                history.append({"type": "function_call_output", "call_id": call["call_id"], "output": result})
+        assert output[-1]["content"][0]["text"] == ANSWER
+        times.append(time.perf_counter() - started)
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--postgres", action="store_true", help="also the app on a private PostgreSQL cluster")
     parser.add_argument("--peers", action="store_true", help="also pydantic-ai and openai-agents")
+    parser.add_argument("--api", choices=["chat_completions", "responses"], default="chat_completions")
     options = parser.parse_args()
 
     databases = {"SQLite": "sqlite", **({"PostgreSQL": "postgresql"} if options.postgres else {})}
-    sides: dict[str, Side] = {"bare SDK loop": bare_sdk}
+    chat = options.api == "chat_completions"
+    sides: dict[str, Side] = {"bare SDK loop": bare_sdk if chat else bare_responses}
+    if not chat:
+        sides["bare loop, client.post"] = bare_responses_post
     for label, database in databases.items():
-        sides[f"toolcalling, {label}"] = app_side(database)
-        sides[f"persisting loop, {label}"] = app_side(database, command="persist")
-    if options.peers:
+        sides[f"toolcalling, {label}"] = app_side(database, api=options.api)
+        if chat:
+            sides[f"persisting loop, {label}"] = app_side(database, command="persist")
+    if options.peers and chat:
         sides.update(peer_sides())
     first: dict[str, list[float]] = {name: [] for name in sides}
     last: dict[str, list[float]] = {name: [] for name in sides}
@@ -99,11 +167,15 @@ def main() -> None:
         stack.callback(close_sides, sides)
     base_first = statistics.median(first["bare SDK loop"])
     base_last = statistics.median(last["bare SDK loop"])
-    print(f"{options.turns}-turn conversations, 3 requests per turn, median of {options.rounds} rounds.")
+    print(
+        f"{options.turns}-turn conversations on {options.api}, 3 requests per turn, median of {options.rounds} rounds."
+    )
     print(f"{'side':<28} {'turn 1':>9} {'ratio':>6} {'turn ' + str(options.turns):>9} {'ratio':>6}")
     for name in sides:
         f, l_ = statistics.median(first[name]), statistics.median(last[name])
         print(f"{name:<28} {f * 1000:7.1f}ms {f / base_first:6.2f} {l_ * 1000:7.1f}ms {l_ / base_last:6.2f}")
+    if not chat:
+        return
     print("The app against the persisting loop on the same database:")
     for label in databases:
         app, persisting = f"toolcalling, {label}", f"persisting loop, {label}"

@@ -15,9 +15,19 @@ from tests.celery_app import app as celery_app  # noqa: F401  (binds the app's s
 from toolcalling.testing import ScriptedModel
 from toolcalling.testutils import override_model
 
+# The model APIs a test marked ``each_api`` runs on, with the model each is asked for: on the Responses API
+# one of OpenAI's reasoning models, so the strict server's reasoning rules apply.
+APIS = {"chat_completions": {}, "responses": {"MODEL": "gpt-5-mini"}}
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "toolcalling(**settings): TOOLCALLING keys for the model fixture")
+    config.addinivalue_line("markers", "each_api: run the test once per model API (TOOLCALLING['API'])")
+
+
+def pytest_generate_tests(metafunc):
+    if metafunc.definition.get_closest_marker("each_api") and "model_api" in metafunc.fixturenames:
+        metafunc.parametrize("model_api", list(APIS))
 
 
 def pytest_report_header(config):
@@ -103,10 +113,16 @@ def requests_end_with_their_test(request) -> Iterator[None]:
 
 
 @pytest.fixture
-def model(db, request) -> Iterator[ScriptedModel]:
+def model_api() -> str:
+    """The model API the ``model`` fixture's turns speak; a test marked ``each_api`` runs on each."""
+    return "chat_completions"
+
+
+@pytest.fixture
+def model(db, request, model_api) -> Iterator[ScriptedModel]:
     """A scripted model on a strict local server; ``@pytest.mark.toolcalling(KEY=value)`` adds settings."""
     marker = request.node.get_closest_marker("toolcalling")
-    with override_model(**(marker.kwargs if marker else {})) as scripted:
+    with override_model(**{"API": model_api, **APIS[model_api], **(marker.kwargs if marker else {})}) as scripted:
         yield scripted
 
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import BaseModel
 
-from .conf import toolcalling_settings
+from .conf import API_CHOICES, toolcalling_settings
 from .exceptions import ImproperlyDefined
 from .toolkit import Tool, ToolContext, ToolSource, assistants, check_extras
 from .toolkit import tools as tool_registry
@@ -28,7 +28,8 @@ class Assistant:
     instructions: ClassVar[str] = "You are a helpful assistant. Use the tools for any data."
     tools: ClassVar[list[Tool | str]] = []
     model: ClassVar[str | None] = None  # None: TOOLCALLING["MODEL"]
-    model_options: ClassVar[dict[str, Any]] = {}  # extra chat.completions.create keyword arguments
+    model_options: ClassVar[dict[str, Any]] = {}  # extra request keys of the model API (e.g. temperature)
+    api: ClassVar[str | None] = None  # the model API: None: TOOLCALLING["API"] ("chat_completions", "responses")
     hooks: ClassVar[list[Any]] = []  # hook instances run around this assistant's loop
     permission: ClassVar[str | None] = None  # a Django permission needed to use this assistant at all
     # Memory: "full" sends earlier turns with their tool calls and results, "final" only each question and
@@ -64,6 +65,8 @@ class Assistant:
             problems.append("tools must be a list of tools or tool names")
         if not isinstance(cls.mcp_servers, list | tuple) or not all(isinstance(s, ToolSource) for s in cls.mcp_servers):
             problems.append("mcp_servers must be a list of MCPServer objects (from toolcalling.mcp)")
+        if cls.api is not None and cls.api not in API_CHOICES:
+            problems.append(f"api must be None or one of {', '.join(map(repr, API_CHOICES))}, not {cls.api!r}")
         if problems:
             raise ImproperlyDefined(f"Assistant {cls.__qualname__!r} cannot be used: " + "; ".join(problems) + ".")
         if cls.memory not in MEMORY_POLICIES:
@@ -97,6 +100,10 @@ class Assistant:
 
     def get_model(self) -> str:
         return self.model or toolcalling_settings.MODEL
+
+    def get_api(self) -> str:
+        """The model API this assistant's turns speak: ``api``, else ``TOOLCALLING["API"]``."""
+        return self.api or toolcalling_settings.API
 
     def get_tools(self, ctx: ToolContext) -> list[Tool]:
         """The tools offered to the model for this user: the declared ones the user has permissions for, then

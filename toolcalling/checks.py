@@ -55,6 +55,65 @@ def check_assistants(app_configs: Any = None, **kwargs: Any) -> list[checks.Chec
 
 
 @checks.register("toolcalling")
+def check_model_apis(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """A model API that does not exist yet, and OpenAI reasoning models with tools on Chat Completions (which
+    refuses them: every turn that offers a tool would fail)."""
+    from .conf import toolcalling_settings as s
+    from .exceptions import NotRegistered
+    from .model_apis import IMPLEMENTATIONS, needs_responses
+    from .toolkit import assistants
+
+    try:
+        site_api = s.API
+    except ImproperlyConfigured:
+        return []  # reported by check_settings
+    messages: list[checks.CheckMessage] = []
+    choices = " or ".join(f'"{name}"' for name in IMPLEMENTATIONS)
+    if site_api not in IMPLEMENTATIONS:
+        messages.append(
+            checks.Error(
+                _('TOOLCALLING["API"] is %(api)r, which is not available yet.') % {"api": site_api},
+                hint=_('Set TOOLCALLING["API"] to %(choices)s.') % {"choices": choices},
+                id="toolcalling.E006",
+            )
+        )
+    for assistant_cls in assistants.all():
+        assistant = assistant_cls()
+        api = assistant.get_api()
+        if getattr(assistant_cls, "api", None) is not None and api not in IMPLEMENTATIONS:
+            messages.append(
+                checks.Error(
+                    _("Assistant %(assistant)s uses the model API %(api)r, which is not available yet.")
+                    % {"assistant": repr(assistant_cls.id), "api": api},
+                    hint=_("Set its api to %(choices)s, or to None for the setting.") % {"choices": choices},
+                    obj=assistant_cls,
+                    id="toolcalling.E006",
+                )
+            )
+            continue
+        try:
+            has_tools = bool(assistant.resolve_tools() or getattr(assistant_cls, "mcp_servers", None))
+        except NotRegistered:
+            continue  # reported by check_assistants
+        model = assistant.get_model()
+        if has_tools and api == "chat_completions" and needs_responses(model):
+            messages.append(
+                checks.Warning(
+                    _(
+                        "Assistant %(assistant)s offers tools with the model %(model)r on the Chat Completions "
+                        "API, which refuses function tools for OpenAI's reasoning models: every turn that "
+                        "offers a tool would fail."
+                    )
+                    % {"assistant": repr(assistant_cls.id), "model": model},
+                    hint=_('Set TOOLCALLING["API"] (or the assistant\'s api) to "responses".'),
+                    obj=assistant_cls,
+                    id="toolcalling.W006",
+                )
+            )
+    return messages
+
+
+@checks.register("toolcalling")
 def check_usage_limits(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     from .conf import toolcalling_settings as s
     from .exceptions import ImproperlyDefined

@@ -14,8 +14,9 @@ from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 DEFAULTS: dict[str, Any] = {
-    # Model endpoint (any OpenAI-compatible Chat Completions server).
+    # Model endpoint (any OpenAI-compatible Chat Completions server, or OpenAI's Responses API).
     "MODEL": "gpt-4o-mini",
+    "API": "chat_completions",  # "chat_completions", "responses" (OpenAI's, stateless); "anthropic" is reserved
     "API_KEY": None,  # None: env OPENAI_API_KEY
     "BASE_URL": None,  # None: env OPENAI_BASE_URL, else OpenAI
     "TIMEOUT": 60.0,
@@ -56,7 +57,11 @@ DEFAULTS: dict[str, Any] = {
     "EVENTS_IDLE_TIMEOUT": 120.0,  # seconds without an event before GET .../events/ closes
 }
 
+# The model APIs ``API`` and ``Assistant.api`` may name; "anthropic" is reserved (not available yet).
+API_CHOICES = ("chat_completions", "responses", "anthropic")
+
 CHOICES: dict[str, tuple[str, ...]] = {
+    "API": API_CHOICES,
     "ON_LIMIT_EXCEEDED": ("raise", "return_error"),
     "TOOL_ERRORS": ("return_to_model", "raise"),
     "OUTPUT_MODE": ("json_schema", "json_object"),

@@ -79,6 +79,16 @@ class Conversation(models.Model):
     prompt_tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("prompt tokens"))
     completion_tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("completion tokens"))
     total_tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("total tokens"))
+    cached_tokens = models.PositiveBigIntegerField(
+        default=0,
+        verbose_name=_("cached tokens"),
+        help_text=_("Prompt tokens the provider read from its prompt cache (part of the prompt tokens)."),
+    )
+    reasoning_tokens = models.PositiveBigIntegerField(
+        default=0,
+        verbose_name=_("reasoning tokens"),
+        help_text=_("Completion tokens the model spent on reasoning (part of the completion tokens)."),
+    )
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
@@ -126,6 +136,26 @@ class Message(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0, verbose_name=_("prompt tokens"))
     completion_tokens = models.PositiveIntegerField(default=0, verbose_name=_("completion tokens"))
     total_tokens = models.PositiveIntegerField(default=0, verbose_name=_("total tokens"))
+    cached_tokens = models.PositiveIntegerField(
+        default=0,
+        verbose_name=_("cached tokens"),
+        help_text=_("Prompt tokens the provider read from its prompt cache (part of the prompt tokens)."),
+    )
+    reasoning_tokens = models.PositiveIntegerField(
+        default=0,
+        verbose_name=_("reasoning tokens"),
+        help_text=_("Completion tokens the model spent on reasoning (part of the completion tokens)."),
+    )
+    reasoning = models.JSONField(
+        default=list,
+        blank=True,
+        editable=False,
+        verbose_name=_("reasoning items"),
+        help_text=_(
+            "On assistant answers: the provider's opaque reasoning items (encrypted), sent back with the answer "
+            "on later requests of APIs that need them (the Responses API)."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:

@@ -109,9 +109,13 @@ def approver_api(approver: Any) -> APIClient:
     return client
 
 
+# The ops assistant of each model API (tests marked ``each_api`` run on each).
+OPS = {"chat_completions": "ops", "responses": "ops_responses"}
+
+
 @pytest.fixture
-def ops(api: APIClient) -> dict:
-    """A conversation of alice's with the ``ops`` assistant."""
-    response = api.post("/api/toolcalling/conversations/", {"assistant": "ops"}, format="json")
+def ops(api: APIClient, model_api: str) -> dict:
+    """A conversation of alice's with the ``ops`` assistant (on the Responses API: ``ops_responses``)."""
+    response = api.post("/api/toolcalling/conversations/", {"assistant": OPS[model_api]}, format="json")
     assert response.status_code == 201, response.content
     return response.json()

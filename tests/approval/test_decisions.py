@@ -12,6 +12,7 @@ from django.utils import timezone
 from tests.approvalapp.models import Counter
 from toolcalling import signals
 from toolcalling.engine._storage import load_messages, to_openai
+from toolcalling.model_apis._chat_completions import without_reasoning
 from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.tasks import expire_waiting_tool_calls
 from toolcalling.testing import validate_chat_request
@@ -34,8 +35,9 @@ def tool_message(call):
 
 
 def assert_history_valid(conversation_id):
+    """As Chat Completions is sent it: without the reasoning items a Responses answer keeps."""
     conv = Conversation.objects.get(pk=conversation_id)
-    history = to_openai(load_messages(conv))
+    history = without_reasoning(to_openai(load_messages(conv)))
     assert validate_chat_request({"model": "m", "messages": history}) == []
 
 
@@ -157,6 +159,7 @@ def test_approvers_list_waiting_calls_with_their_requester(approver_api, waiting
     )
 
 
+@pytest.mark.each_api
 def test_approve_runs_the_call_as_the_requester_and_the_model_answers(
     api, ops, waiting, approver, approver_api, model, django_capture_on_commit_callbacks
 ):
@@ -171,7 +174,7 @@ def test_approve_runs_the_call_as_the_requester_and_the_model_answers(
     assert Conversation.objects.get(pk=ops["id"]).status == "idle"
     messages = api.get(f"/api/toolcalling/conversations/{ops['id']}/messages/").json()
     assert messages[-1]["content"] == "Done: the counter is at 2."
-    assert model.last_request["messages"][-1]["role"] == "tool"
+    assert model.messages(-1)[-1]["role"] == "tool"
     assert LogEntry.objects.filter(object_id=str(waiting.pk), change_message="Approved.").exists()
     again = approver_api.post(f"/api/toolcalling/tool-calls/{waiting.pk}/approve/", {}, format="json")
     assert again.status_code == 409
@@ -181,6 +184,7 @@ def test_approve_runs_the_call_as_the_requester_and_the_model_answers(
     model.assert_done()
 
 
+@pytest.mark.each_api
 def test_reject_tells_the_model_the_reason_and_the_conversation_goes_on(
     api, ops, waiting, approver, approver_api, model, django_capture_on_commit_callbacks
 ):
@@ -199,7 +203,7 @@ def test_reject_tells_the_model_the_reason_and_the_conversation_goes_on(
     assert tool_message(waiting).content == (
         "Not run: a staff member rejected this call. Reason: Counters are frozen today."
     )
-    assert model.last_request["messages"][-1]["content"] == tool_message(waiting).content
+    assert model.messages(-1)[-1]["content"] == tool_message(waiting).content
     assert Conversation.objects.get(pk=ops["id"]).status == "idle"
     assert counter("orders") == 0
     assert approver_api.post(f"/api/toolcalling/tool-calls/{waiting.pk}/approve/").status_code == 409

@@ -4,6 +4,7 @@ import json
 import os
 import threading
 
+import pytest
 from django.db import connection
 
 from tests.approvalapp.models import Counter
@@ -69,6 +70,7 @@ def gated_call(api, ops, model, name):
     return ToolCall.objects.get(pk=response.json()["awaiting_approval"][0]["id"])
 
 
+@pytest.mark.each_api
 def test_approved_call_runs_on_the_worker_as_the_requester_and_the_user_sees_the_answer(
     api, ops, approver_api, worker_model
 ):
@@ -122,6 +124,7 @@ def test_approve_racing_reject_through_the_api_has_one_winner(api, ops, approver
     worker_model.assert_done()
 
 
+@pytest.mark.each_api
 def test_calls_finishing_together_continue_the_conversation_once(api, ops, approver, worker_model):
     worker_model.calls(("bump", {"name": "left"}), ("bump", {"name": "right"}), ("add", {"a": 1, "b": 2}))
     response = post(api, ops, "bump both")
@@ -132,7 +135,7 @@ def test_calls_finishing_together_continue_the_conversation_once(api, ops, appro
     assert all(isinstance(o, ToolCall) for o in outcomes), outcomes
     assert final_answer(api, ops)[-1]["content"] == "Both bumped, and 1 + 2 = 3."
     assert (counter("left"), counter("right")) == (1, 1)
-    last = worker_model.last_request["messages"]
+    last = worker_model.messages(-1)
     assert sorted(m["content"] for m in last if m["role"] == "tool")[0] == "3"  # the ungated call's result kept
     assert Conversation.objects.get(pk=ops["id"]).status == "idle"
     worker_model.assert_done()  # no second continuation asked the model again

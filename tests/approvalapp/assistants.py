@@ -15,6 +15,14 @@ class OpsAssistant(Assistant):
         return {"tenant": "ops-tenant"}
 
 
+class OpsResponsesAssistant(OpsAssistant):
+    """The ops assistant on the Responses API with a reasoning model, for the tests that run on each API."""
+
+    id = "ops_responses"
+    api = "responses"
+    model = "gpt-5-mini"
+
+
 class ClerkAssistant(Assistant):
     """Only for users with a permission, so a test can take the assistant away while a call waits."""
 

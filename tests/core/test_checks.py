@@ -109,3 +109,32 @@ def test_workers_that_keep_persistent_connections_are_fine():
 def test_connections_closed_after_each_request_or_eager_tasks_need_nothing():
     assert checks_of(database={"CONN_MAX_AGE": 0}, **WORKER) == {}
     assert checks_of(database={"CONN_MAX_AGE": 600}, CELERY_TASK_ALWAYS_EAGER=True) == {}
+
+
+EAGER = {"CELERY_TASK_ALWAYS_EAGER": True}
+
+
+def test_a_reasoning_model_with_tools_on_chat_completions_is_a_warning_naming_the_fix():
+    found = checks_of(toolcalling={"MODEL": "gpt-5.4"}, **EAGER)
+    assert set(found) == {"toolcalling.W006"}
+    message = found["toolcalling.W006"]["msg"]  # one per assistant with tools; the last one is kept here
+    assert message.startswith("Assistant '") and "the model 'gpt-5.4' on the Chat Completions API" in message
+    assert found["toolcalling.W006"]["hint"] == 'Set TOOLCALLING["API"] (or the assistant\'s api) to "responses".'
+
+
+def test_a_reasoning_model_on_the_responses_api_or_without_tools_needs_nothing():
+    assert checks_of(toolcalling={"MODEL": "gpt-5.4", "API": "responses"}, **EAGER) == {}
+    assert checks_of(apps=[], toolcalling={"MODEL": "o4-mini"}, **EAGER) == {}  # no assistant offers tools
+    assert checks_of(toolcalling={"MODEL": "gpt-4.1"}, **EAGER) == {}
+
+
+def test_the_reserved_anthropic_api_is_an_error_naming_the_choices():
+    found = checks_of(toolcalling={"API": "anthropic"}, **EAGER)
+    assert set(found) == {"toolcalling.E006"}
+    assert found["toolcalling.E006"]["hint"] == 'Set TOOLCALLING["API"] to "chat_completions" or "responses".'
+
+
+def test_an_unknown_api_is_a_settings_error():
+    found = checks_of(toolcalling={"API": "chat"}, **EAGER)
+    assert "toolcalling.E001" in found
+    assert "'chat_completions', 'responses', 'anthropic'" in found["toolcalling.E001"]["msg"]

@@ -6,7 +6,10 @@ import pytest
 
 from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.testing import validate_chat_request
+from toolcalling.testing.scripted import chat_messages
 from toolcalling.testutils import override_toolcalling
+
+pytestmark = pytest.mark.each_api
 
 
 def post(api, conversation, content="hi"):
@@ -16,14 +19,17 @@ def post(api, conversation, content="hi"):
 
 
 def tool_messages(request_body):
-    return [m for m in request_body["messages"] if m["role"] == "tool"]
+    return [m for m in chat_messages(request_body) if m["role"] == "tool"]
 
 
 def assert_stored_history_valid(conversation_id):
+    """The stored history, as Chat Completions is sent it (without the reasoning items a Responses answer keeps),
+    is one the API accepts; on the Responses API the strict server checked each request already."""
     from toolcalling.engine._storage import load_messages, to_openai
+    from toolcalling.model_apis._chat_completions import without_reasoning
 
     conv = Conversation.objects.get(pk=conversation_id)
-    history = to_openai(load_messages(conv))
+    history = without_reasoning(to_openai(load_messages(conv)))
     assert validate_chat_request({"model": "m", "messages": history}) == []
 
 
@@ -38,12 +44,12 @@ def test_calls_run_in_order_and_results_go_back_as_tool_messages(api, conversati
     assert [c["name"] for c in body["messages"][1]["tool_calls"]] == ["add", "whoami"]
     assert body["messages"][-1]["content"] == "2 + 3 = 5, and you are alice."
     first, second = model.requests
-    offered = {t["function"]["name"] for t in first["tools"]}
+    offered = set(model.tools(0))
     assert offered >= {"add", "whoami", "ship"}
-    assert {t["function"]["name"] for t in second["tools"]} == offered  # definitions sent on every call
+    assert set(model.tools(1)) == offered  # definitions sent on every call
     results = tool_messages(second)
     assert [r["content"] for r in results] == ["5", '{"username":"alice","tenant":"acme"}']
-    assert [r["tool_call_id"] for r in results] == [c["id"] for c in second["messages"][-3]["tool_calls"]]
+    assert [r["tool_call_id"] for r in results] == [c["id"] for c in chat_messages(second)[-3]["tool_calls"]]
     calls = ToolCall.objects.order_by("index")
     assert [(c.name, c.status, c.arguments) for c in calls] == [
         ("add", "succeeded", {"a": 2, "b": 3}),
@@ -59,9 +65,9 @@ def test_earlier_turns_are_sent_with_their_tool_calls(api, conversation, model):
     post(api, conversation, "1+1")
     model.reply("You asked 1+1.")
     post(api, conversation, "What did I ask?")
-    roles = [m["role"] for m in model.requests[-1]["messages"]]
+    roles = [m["role"] for m in model.messages(-1)]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "user"]
-    assert model.requests[-1]["messages"][0]["content"] == "You are a test helper."
+    assert model.messages(-1)[0]["content"] == "You are a test helper."
 
 
 def test_context_comes_from_the_server_and_the_model_cannot_set_it(api, conversation, model):
@@ -162,12 +168,12 @@ def test_tools_without_permission_are_not_offered(api, conversation, model, alic
 
     model.reply("ok")
     post(api, conversation)
-    assert "list_users" not in {t["function"]["name"] for t in model.requests[0]["tools"]}
+    assert "list_users" not in model.tools(0)
     alice.user_permissions.add(Permission.objects.get(codename="view_user"))
     api.force_authenticate(type(alice).objects.get(pk=alice.pk))  # a new request loads permissions afresh
     model.reply("ok")
     post(api, conversation)
-    assert "list_users" in {t["function"]["name"] for t in model.requests[1]["tools"]}
+    assert "list_users" in model.tools(1)
 
 
 def test_a_tool_the_user_may_not_use_cannot_be_called_by_name(api, conversation, model):
@@ -201,7 +207,7 @@ def test_model_endpoint_failure_keeps_the_message_and_the_next_one_works(api, co
     model.reply("Now it works.")
     retry = post(api, conversation, "Second question")
     assert retry.status_code == 201 and retry.json()["status"] == "idle"
-    sent = [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "user"]
+    sent = [m["content"] for m in model.messages(-1) if m["role"] == "user"]
     assert sent == ["First question", "Second question"]
 
 

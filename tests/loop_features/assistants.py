@@ -114,3 +114,14 @@ class ExtrasAssistant(Assistant):
 
     def on_argument_extras(self, call: Any, extras: Why) -> None:
         type(self).seen.append((call.name, extras))
+
+
+class ResponsesAssistant(Assistant):
+    """Speaks the Responses API whatever TOOLCALLING["API"] says, with a reasoning model."""
+
+    id = "lf_responses"
+    instructions = "You help with sums."
+    tools = BASE_TOOLS
+    api = "responses"
+    model = "gpt-5-mini"
+    model_options = {"reasoning": {"effort": "low"}}

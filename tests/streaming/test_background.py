@@ -12,6 +12,7 @@ from .helpers import get_events
 URL = "/api/toolcalling/conversations/{}/messages/"
 
 
+@pytest.mark.each_api
 @pytest.mark.toolcalling(EVENTS_IDLE_TIMEOUT=0.3)
 def test_background_turn_answers_202_and_its_events_follow(live_server, model, conv, api):
     model.call("add", {"a": 20, "b": 22})

@@ -20,6 +20,7 @@ def assert_well_formed(stream: Stream) -> None:
         assert all("arguments" not in c for c in event.data["tool_calls"])
 
 
+@pytest.mark.each_api
 def test_streamed_turn_is_exactly_what_is_stored(live_server, model, conv):
     model.call("add", {"a": 2, "b": 3})
     model.reply("The sum of two and three is five.")
@@ -42,6 +43,7 @@ def test_streamed_turn_is_exactly_what_is_stored(live_server, model, conv):
     model.assert_done()
 
 
+@pytest.mark.each_api
 def test_several_calls_per_answer_with_arguments_in_pieces_are_assembled(live_server, model, conv):
     address = {"street": "1 Long Street Name", "city": "Springfield"}
     answer = model.calls(
@@ -82,6 +84,7 @@ def test_busy_and_invalid_requests_stay_json(live_server, model, conv):
     assert not Message.objects.filter(conversation=conv).exists()
 
 
+@pytest.mark.each_api
 def test_a_failing_model_ends_the_stream_with_an_error(live_server, model, conv):
     model.error(500, "The engine is on fire.")
     stream = post_streamed(live_server.url, conv.pk, "hello")
@@ -93,6 +96,7 @@ def test_a_failing_model_ends_the_stream_with_an_error(live_server, model, conv)
     assert conv.status == "failed"
 
 
+@pytest.mark.each_api
 def test_a_gated_call_streams_the_waiting_state(live_server, model, conv):
     model.call("delete_everything", {"confirm": "yes"})
     stream = post_streamed(live_server.url, conv.pk, "Delete it all")

@@ -63,6 +63,8 @@ class ConversationAdmin(admin.ModelAdmin):
         "prompt_tokens",
         "completion_tokens",
         "total_tokens",
+        "cached_tokens",
+        "reasoning_tokens",
         "created_at",
         "updated_at",
     ]

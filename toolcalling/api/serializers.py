@@ -120,6 +120,8 @@ class MessageSerializer(serializers.ModelSerializer):
             "model",
             "prompt_tokens",
             "completion_tokens",
+            "cached_tokens",
+            "reasoning_tokens",
             "created_at",
         ]
         read_only_fields = fields
@@ -141,6 +143,8 @@ class ConversationSerializer(serializers.ModelSerializer):
             "prompt_tokens",
             "completion_tokens",
             "total_tokens",
+            "cached_tokens",
+            "reasoning_tokens",
             "created_at",
             "updated_at",
         ]

@@ -1,5 +1,8 @@
 """Reading a conversation's stored history, and turning stored messages into Chat Completions messages.
 
+An assistant message also carries the reasoning items its answer came with (``REASONING_KEY``), for the model
+APIs that must send them back; the others leave that key out.
+
 The stored history is always one the OpenAI API accepts (see ``_ledger`` and ``_writes``); these read it
 back with the ORM, in statements every database Django ships runs as they are (no ``IN`` of a subquery
 with ``LIMIT``, which MariaDB and MySQL refuse).
@@ -12,6 +15,7 @@ from typing import Any
 
 from django.db.models import Prefetch
 
+from ..model_apis import REASONING_KEY
 from ..models import Conversation, Message, ToolCall
 
 # What one row of a history read holds: the message, and one of its calls (all None when it has none).
@@ -20,6 +24,7 @@ HISTORY_COLUMNS = (
     "role",
     "content",
     "tool_call_id",
+    "reasoning",
     "tool_calls__call_id",
     "tool_calls__name",
     "tool_calls__raw_arguments",
@@ -58,7 +63,7 @@ def history_items(
     ``limit`` newest before the id ``before``. Read as plain values, not model instances: a turn reads its
     history on every message, and long histories must stay cheap."""
     items: list[tuple[int, dict[str, Any]]] = []
-    for message_id, role, content, tool_call_id, call_id, name, arguments in history_rows(
+    for message_id, role, content, tool_call_id, reasoning, call_id, name, arguments in history_rows(
         conversation, before=before, limit=limit
     ):
         if items and items[-1][0] == message_id:  # another call of the same assistant message
@@ -68,6 +73,8 @@ def history_items(
             items.append((message_id, item))
         elif role == Message.Role.ASSISTANT:
             item = {"role": "assistant", "content": content or None}
+            if reasoning:  # the reasoning items the answer came with, sent back by the APIs that need them
+                item[REASONING_KEY] = reasoning
             items.append((message_id, item))
         else:
             item = {"role": role, "content": content}
@@ -88,6 +95,8 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
             out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
         elif message.role == Message.Role.ASSISTANT:
             item: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if message.reasoning:
+                item[REASONING_KEY] = message.reasoning
             calls = list(message.tool_calls.all())
             if calls:
                 item["tool_calls"] = [c.as_openai() for c in calls]

@@ -44,7 +44,7 @@ from ._writes import (
 logger = logging.getLogger("toolcalling")
 
 RUNNING = Conversation.Status.RUNNING
-TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens")
+TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens")
 
 
 def claim(
@@ -121,9 +121,8 @@ class Ledger:
                 self.count_usage()
         conv = self.conversation
         if usage is not None:
-            conv.prompt_tokens += usage.prompt_tokens
-            conv.completion_tokens += usage.completion_tokens
-            conv.total_tokens += usage.total_tokens
+            for name in TOKENS:
+                setattr(conv, name, getattr(conv, name) + getattr(usage, name))
         if ending is not None:
             conv.status, conv.error, conv.turn_token, self.ended = ending, error, None, ending
 
@@ -180,6 +179,9 @@ class Ledger:
                 prompt_tokens=usage.prompt_tokens,
                 completion_tokens=usage.completion_tokens,
                 total_tokens=usage.total_tokens,
+                cached_tokens=usage.cached_tokens,
+                reasoning_tokens=usage.reasoning_tokens,
+                reasoning=reply.reasoning,
             )
             message.save()
             calls: list[ToolCall] = []

@@ -61,7 +61,7 @@ class Turn(TurnEnding):
     ) -> None:
         self.assistant = assistant
         self.conversation = conversation
-        self.client = client or get_model_api()
+        self.client = client or get_model_api(assistant)
         user = user if user is not None else conversation.user
         self.view = TurnView(assistant=assistant, conversation=conversation, user=user,
                              context=assistant.build_context(user, conversation), stream=stream)  # fmt: skip

@@ -11,8 +11,9 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+import openai
 from django.utils.translation import gettext as _
 
 from ..exceptions import ModelError
@@ -21,6 +22,10 @@ if TYPE_CHECKING:
     from ..hooks import ModelRequest
 
 DeltaCallback = Callable[[str], None]
+
+# The key under which a Chat Completions-shaped assistant message of a request carries its stored reasoning
+# items (``ModelReply.reasoning``); an API without reasoning items leaves it out of what it sends.
+REASONING_KEY = "reasoning"
 
 
 @dataclass(kw_only=True)
@@ -34,9 +39,16 @@ class RequestedCall:
 
 @dataclass(kw_only=True)
 class Usage:
+    """Token counts of one answer: ``prompt_tokens`` are the input, ``completion_tokens`` the output, on every API.
+
+    ``cached_tokens`` are the part of the input the provider read from its prompt cache, ``reasoning_tokens``
+    the part of the output spent on reasoning (both already counted in the input and output)."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 @dataclass(kw_only=True)
@@ -48,6 +60,9 @@ class ModelReply:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     finish_reason: str | None = None
+    reasoning: list[dict[str, Any]] = field(default_factory=list)
+    """Opaque provider items that came with the answer and must be sent back with it, in order (the Responses
+    API's reasoning items with their encrypted content); stored with the answer, empty on Chat Completions."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +75,8 @@ class Features:
     """Whether answers can be streamed as text deltas."""
     structured_output: bool = True
     """Whether the request can carry a JSON schema the answer must follow (``response_format``)."""
+    reasoning_items: bool = False
+    """Whether answers carry reasoning items (``ModelReply.reasoning``) that later requests must replay."""
 
 
 class ModelAPI(abc.ABC):
@@ -70,6 +87,9 @@ class ModelAPI(abc.ABC):
     """
 
     features: ClassVar[Features]
+
+    def __init__(self, client: openai.OpenAI) -> None:
+        self.client = client
 
     @abc.abstractmethod
     def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:

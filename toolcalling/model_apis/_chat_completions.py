@@ -9,7 +9,6 @@ every call a usable, unique id.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +18,8 @@ from django.utils.translation import gettext as _
 
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
-from ._base import DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, Usage, invalid
+from . import _reading as read
+from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, Usage, invalid
 
 if TYPE_CHECKING:
     from ..hooks import ModelRequest
@@ -32,13 +32,10 @@ class ChatCompletions(ModelAPI):
 
     features = Features(name="chat_completions")
 
-    def __init__(self, client: openai.OpenAI) -> None:
-        self.client = client
-
     def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": request.messages,
+            "messages": without_reasoning(request.messages),
             **toolcalling_settings.MODEL_OPTIONS,
             **request.options,
         }
@@ -49,10 +46,9 @@ class ChatCompletions(ModelAPI):
             if on_delta is not None:
                 return self._stream(body, options, on_delta)
             response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
-            return reply_from_completion(parse_json(response.content), request.model)
+            return reply_from_completion(read.parse_json(response.content), request.model)
         except openai.APIStatusError as exc:
-            values = {"status": exc.status_code, "message": _api_message(exc)}
-            raise ModelError(_("The model endpoint answered %(status)s: %(message)s") % values) from exc
+            raise status_error(exc) from exc
         except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
             raise ModelError(_("The model endpoint did not answer in time.")) from exc
         except (openai.APIConnectionError, httpx2.TransportError) as exc:
@@ -66,7 +62,7 @@ class ChatCompletions(ModelAPI):
         response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response, stream=True)
         try:
             if response.headers.get("content-type", "").startswith("application/json"):
-                reply = reply_from_completion(parse_json(response.read()), body["model"])
+                reply = reply_from_completion(read.parse_json(response.read()), body["model"])
                 if reply.content:
                     on_delta(reply.content)
                 return reply
@@ -91,6 +87,26 @@ def request_options(body: dict[str, Any]) -> openai.RequestOptions:
     return options
 
 
+def without_reasoning(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages without the reasoning items a Responses answer left in the history (Chat Completions has no
+    such key, and refuses unknown ones); only the messages that carry some are copied."""
+    if not any(REASONING_KEY in m for m in messages):
+        return messages
+    return [{k: v for k, v in m.items() if k != REASONING_KEY} if REASONING_KEY in m else m for m in messages]
+
+
+def status_error(exc: openai.APIStatusError) -> ModelError:
+    """The endpoint's error status as a ``ModelError``; one that sends the site to ``/v1/responses`` (OpenAI's
+    reasoning models refuse function tools on Chat Completions) says which setting changes that."""
+    message = _api_message(exc)
+    text = _("The model endpoint answered %(status)s: %(message)s") % {"status": exc.status_code, "message": message}
+    if "/v1/responses" in message:
+        text += " " + _(
+            'This model needs the Responses API: set TOOLCALLING["API"] (or the assistant\'s api) to "responses".'
+        )
+    return ModelError(text)
+
+
 def _api_message(exc: openai.APIStatusError) -> str:
     body = exc.body
     if isinstance(body, dict):
@@ -103,38 +119,30 @@ def _api_message(exc: openai.APIStatusError) -> str:
 # Reading answers ----------------------------------------------------------------------------------------
 
 
-def parse_json(raw: bytes | str) -> Any:
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        preview = raw[:60] if isinstance(raw, str) else raw[:60].decode("utf-8", "replace")
-        raise invalid(f"the body is not JSON ({preview!r})")
-
-
 def reply_from_completion(data: Any, requested_model: str) -> ModelReply:
     """A ``chat.completion`` object (parsed JSON) as a ``ModelReply``."""
-    data = _object(data, "the body")
+    data = read.json_object(data, "the body")
     _raise_error_body(data)
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
         raise invalid("it has no choices")
-    choice = _object(choices[0], "choices[0]")
-    message = _object(choice.get("message"), "choices[0].message")
+    choice = read.json_object(choices[0], "choices[0]")
+    message = read.json_object(choice.get("message"), "choices[0].message")
     calls = message.get("tool_calls") or []
     if not isinstance(calls, list):
         raise invalid("message.tool_calls is not a list")
-    content = _text(message.get("content"), "message.content")
+    content = read.text(message.get("content"), "message.content")
     if content is None and not calls:
         # A refusal is the model's answer in words; anything else without text or calls is no answer.
-        content = _text(message.get("refusal"), "message.refusal")
+        content = read.text(message.get("refusal"), "message.refusal")
         if content is None:
             raise invalid("the message has neither text nor tool calls")
     return ModelReply(
         content=content,
         tool_calls=[_call(item, f"message.tool_calls[{n}]") for n, item in enumerate(calls)],
         usage=_usage(data.get("usage")),
-        model=_string(data.get("model")) or requested_model,
-        finish_reason=_string(choice.get("finish_reason")) or None,
+        model=read.string(data.get("model")) or requested_model,
+        finish_reason=read.string(choice.get("finish_reason")) or None,
     )
 
 
@@ -150,7 +158,7 @@ class StreamAssembler:
         self.chunks = 0
 
     def feed(self, data: Any) -> None:
-        chunk = _object(data, "a stream chunk")
+        chunk = read.json_object(data, "a stream chunk")
         _raise_error_body(chunk)
         choices = chunk.get("choices")
         if choices is None:
@@ -159,18 +167,18 @@ class StreamAssembler:
             raise invalid("a stream chunk's choices is not a list")
         if chunk.get("usage"):
             self.reply.usage = _usage(chunk["usage"])
-        self.reply.model = _string(chunk.get("model")) or self.reply.model
+        self.reply.model = read.string(chunk.get("model")) or self.reply.model
         for choice in choices:
             self.chunks += 1
-            choice = _object(choice, "a stream choice")
-            delta = _object(choice.get("delta"), "a stream choice's delta")
-            content = _text(delta.get("content"), "delta.content")
+            choice = read.json_object(choice, "a stream choice")
+            delta = read.json_object(choice.get("delta"), "a stream choice's delta")
+            content = read.text(delta.get("content"), "delta.content")
             if content:
                 self.text.append(content)
                 self.on_delta(content)
             self._add_calls(delta.get("tool_calls"))
             if choice.get("finish_reason"):
-                self.reply.finish_reason = _string(choice["finish_reason"])
+                self.reply.finish_reason = read.string(choice["finish_reason"])
 
     def feed_lines(self, lines: Iterable[str]) -> None:
         """Read server-sent events: ``data:`` lines carry chunks, ``[DONE]`` ends; other fields are skipped."""
@@ -181,7 +189,7 @@ class StreamAssembler:
             if payload == "[DONE]":
                 break
             if payload:
-                self.feed(parse_json(payload))
+                self.feed(read.parse_json(payload))
 
     def finish(self) -> ModelReply:
         if not self.chunks:
@@ -202,18 +210,18 @@ class StreamAssembler:
         if not isinstance(parts, list):
             raise invalid("delta.tool_calls is not a list")
         for position, part in enumerate(parts):
-            part = _object(part, "a streamed tool call")
+            part = read.json_object(part, "a streamed tool call")
             index = part.get("index", position)
             if not isinstance(index, int) or isinstance(index, bool):
                 raise invalid("a streamed tool call's index is not a number")
             slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
             if part.get("id"):
-                slot["id"] = _string(part["id"])
+                slot["id"] = read.string(part["id"])
             function = part.get("function")
             if function is not None:
-                function = _object(function, "a streamed tool call's function")
-                slot["name"] += _text(function.get("name"), "function.name") or ""
-                slot["arguments"] += _arguments(function.get("arguments"))
+                function = read.json_object(function, "a streamed tool call's function")
+                slot["name"] += read.text(function.get("name"), "function.name") or ""
+                slot["arguments"] += read.arguments(function.get("arguments"))
 
 
 def _raise_error_body(data: dict[str, Any]) -> None:
@@ -225,47 +233,24 @@ def _raise_error_body(data: dict[str, Any]) -> None:
 
 
 def _call(item: Any, where: str) -> RequestedCall:
-    item = _object(item, where)
-    function = _object(item.get("function"), f"{where}.function")
-    name = _text(function.get("name"), f"{where}.function.name")
+    item = read.json_object(item, where)
+    function = read.json_object(item.get("function"), f"{where}.function")
+    name = read.text(function.get("name"), f"{where}.function.name")
     if not name:
         raise invalid(f"{where} has no function name")
-    return RequestedCall(id=_string(item.get("id")), name=name, arguments=_arguments(function.get("arguments")))
-
-
-def _arguments(value: Any) -> str:
-    """Argument text; some servers send an object instead of JSON text, which is the same thing."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False)
-    raise invalid("tool call arguments are neither text nor an object")
+    return RequestedCall(id=read.string(item.get("id")), name=name, arguments=read.arguments(function.get("arguments")))
 
 
 def _usage(value: Any) -> Usage:
     if not isinstance(value, dict):
         return Usage()
-    counts = [value.get(key) for key in ("prompt_tokens", "completion_tokens", "total_tokens")]
-    prompt, completion, total = (c if isinstance(c, int) and not isinstance(c, bool) and c >= 0 else 0 for c in counts)
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total or prompt + completion)
-
-
-def _object(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise invalid(f"{where} is {'missing' if value is None else 'not an object'}")
-    return value
-
-
-def _text(value: Any, where: str) -> str | None:
-    """Text, or ``None``; a list of text parts (as some servers send) is joined."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in value):
-        return "".join(p["text"] for p in value)
-    raise invalid(f"{where} is not text")
-
-
-def _string(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+    prompt, completion, total = (
+        read.count(value.get(key)) for key in ("prompt_tokens", "completion_tokens", "total_tokens")
+    )
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=total or prompt + completion,
+        cached_tokens=read.detail(value, "prompt_tokens_details", "cached_tokens"),
+        reasoning_tokens=read.detail(value, "completion_tokens_details", "reasoning_tokens"),
+    )

@@ -1,4 +1,5 @@
-"""Test doubles for OpenAI-compatible chat models: scripted replies, a local server and an in-process transport."""
+"""Test doubles for OpenAI-compatible models: scripted replies, a local server (Chat Completions and Responses)
+and an in-process transport."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import httpx2
 
 from .backend import ChatBackend, Responder
 from .rules import validate_chat_request
+from .rules_responses import validate_responses_request
 from .scripted import RejectedRequest, Reply, ScriptedModel, ToolCall, Usage, estimate_usage
 from .server import OpenAICompatibleServer
 
@@ -23,6 +25,7 @@ __all__ = [
     "estimate_usage",
     "mock_transport",
     "validate_chat_request",
+    "validate_responses_request",
 ]
 
 

@@ -1,15 +1,23 @@
-"""Transport-independent handler that answers OpenAI Chat Completions requests from a responder."""
+"""Transport-independent handler that answers OpenAI Chat Completions and Responses requests from a responder.
+
+One backend is one provider: it remembers the prompts it saw (so a repeated prefix is reported as cached
+tokens) and the reasoning items it issued (so a replay without them is refused, as the real API does).
+"""
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
+from .responses_shape import output_items, response_events, response_object
 from .rules import validate_chat_request
-from .scripted import Reply, estimate_usage
+from .rules_responses import Issued, is_reasoning_model, validate_responses_request
+from .scripted import Reply, estimate_usage, prompt_text
 
 __all__ = ["ChatBackend", "Responder", "HandlerResult", "split_text"]
 
@@ -31,6 +39,13 @@ NO_KEY_MESSAGE = (
 CONTENT_PIECE = 4
 ARGUMENTS_PIECE = 5
 
+# The prompt cache works in whole blocks of this many tokens (OpenAI's is 128 from 1,024 tokens on; the
+# small prompts of tests need a smaller one to show anything), over the prompts of the last PROMPTS_KEPT requests.
+CACHE_BLOCK = 16
+PROMPTS_KEPT = 32
+# What a reasoning model spends on reasoning per answer, unless the reply says otherwise.
+REASONING_TOKENS = 24
+
 
 class Responder(Protocol):
     """Anything that turns a validated request body into a Reply."""
@@ -46,6 +61,19 @@ def split_text(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
+def shared_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of two texts: a binary search of slice comparisons, which run in
+    C, so long prompts stay cheap to compare (``os.path.commonprefix`` walks them a character at a time)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def _dumps(payload: Any) -> bytes:
     return json.dumps(payload, separators=(",", ":")).encode()
 
@@ -55,13 +83,24 @@ def _error(status: int, message: str, kind: str = "invalid_request_error", code:
     return status, dict(JSON_HEADERS), _dumps(body)
 
 
+class Answered(Exception):  # noqa: N818 - it carries an answer, it is not an error
+    """A request answered before it reached the reply's shaping (refused, an error reply, a raw body)."""
+
+    def __init__(self, result: HandlerResult) -> None:
+        super().__init__(result[0])
+        self.result = result
+
+
 class ChatBackend:
-    """Serves ``/v1/chat/completions`` and ``/v1/models`` the way the OpenAI API does."""
+    """Serves ``/v1/chat/completions``, ``/v1/responses`` and ``/v1/models`` the way the OpenAI API does."""
 
     def __init__(self, responder: Responder, *, model_name: str | None = None, require_auth: bool = True) -> None:
         self.responder = responder
         self.model_name = model_name or getattr(responder, "model_name", None) or "scripted-model"
         self.require_auth = require_auth
+        self.issued = Issued()
+        self._prompts: deque[str] = deque(maxlen=PROMPTS_KEPT)
+        self._lock = threading.Lock()
 
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> HandlerResult:
         """Answer one HTTP request; the body is bytes, or an iterator of SSE bytes when streaming."""
@@ -75,6 +114,8 @@ class ChatBackend:
             return _error(401, NO_KEY_MESSAGE)
         if route == "/chat/completions" and method == "POST":
             return self._chat(body)
+        if route == "/responses" and method == "POST":
+            return self._responses(body)
         if route == "/models" and method == "GET":
             return 200, dict(JSON_HEADERS), _dumps({"object": "list", "data": [self._model_entry()]})
         if route == f"/models/{self.model_name}" and method == "GET":
@@ -89,42 +130,88 @@ class ChatBackend:
     def _model_entry(self) -> dict[str, Any]:
         return {"id": self.model_name, "object": "model", "created": 0, "owned_by": "toolcalling"}
 
-    def _chat(self, raw: bytes) -> HandlerResult:
+    def _ask(self, raw: bytes, validate: Callable[[Any], list[str]]) -> tuple[dict[str, Any], Reply]:
+        """Parse and validate a request body and ask the responder; ``Answered`` when the HTTP answer is known."""
         try:
             body = json.loads(raw.decode("utf-8")) if raw else None
         except (UnicodeDecodeError, json.JSONDecodeError):
-            return _error(400, BAD_JSON_MESSAGE)
-        errors = validate_chat_request(body)
+            raise Answered(_error(400, BAD_JSON_MESSAGE))
+        errors = validate(body)
         if errors:
             on_rejected: Callable[[Any, list[str]], None] | None = getattr(self.responder, "on_rejected", None)
             if on_rejected is not None:
                 on_rejected(body, errors)
-            return _error(400, "; ".join(errors))
+            raise Answered(_error(400, "; ".join(errors)))
         assert isinstance(body, dict)  # guaranteed by validation; narrows the type
 
         try:
             reply = self.responder(body)
         except Exception as exc:  # a broken responder must fail the test loudly, not hang it
-            return _error(500, f"Responder raised {type(exc).__name__}: {exc}", "server_error")
+            raise Answered(_error(500, f"Responder raised {type(exc).__name__}: {exc}", "server_error"))
         if reply.raw is not None:
-            return reply.status, dict(reply.headers), reply.raw
+            raise Answered((reply.status, dict(reply.headers), reply.raw))
         if reply.is_error:
-            return reply.status, {**JSON_HEADERS, **reply.headers}, _dumps(reply.error_body())
-
+            raise Answered((reply.status, {**JSON_HEADERS, **reply.headers}, _dumps(reply.error_body())))
         for call in reply.tool_calls:
             if call.id is None:
                 # Responders normally number their own calls; this only covers hand-built replies.
                 call.id = f"call_{uuid.uuid4().hex[:24]}"
+        return body, reply
+
+    def usage(self, body: dict[str, Any], reply: Reply) -> dict[str, int]:
+        """Input, cached, output and reasoning tokens of a reply: what the reply says, else estimated. Cached
+        are the whole blocks of the longest prefix this prompt shares with a recent one; a reasoning model's
+        output includes its reasoning."""
+        usage = estimate_usage(body, reply)
+        prompt = prompt_text(body)
+        with self._lock:
+            shared = max((shared_prefix(prompt, seen) for seen in self._prompts), default=0)
+            self._prompts.append(prompt)
+        given = reply.usage
+        prompt_tokens = usage.prompt_tokens or 0
+        cached = usage.cached_tokens
+        if cached is None:
+            cached = min(prompt_tokens, shared // 4 // CACHE_BLOCK * CACHE_BLOCK)
+        reasoning = usage.reasoning_tokens
+        if reasoning is None:
+            reasoning = REASONING_TOKENS if is_reasoning_model(body.get("model")) else 0
+        output = usage.completion_tokens or 0
+        if given is None or given.completion_tokens is None:
+            output += reasoning  # an estimate of the visible output; a given count already includes reasoning
+        return {"input": prompt_tokens, "cached": cached, "output": output, "reasoning": reasoning}
+
+    def _responses(self, raw: bytes) -> HandlerResult:
+        try:
+            body, reply = self._ask(raw, lambda body: validate_responses_request(body, self.issued))
+        except Answered as answered:
+            return answered.result
+        reasoning: dict[str, Any] | None = None
+        if is_reasoning_model(body["model"]):
+            included = "reasoning.encrypted_content" in (body.get("include") or [])
+            encrypted = f"gAAAA{uuid.uuid4().hex}{uuid.uuid4().hex}" if included else None
+            reasoning_id = f"rs_{uuid.uuid4().hex[:24]}"
+            reasoning = {"id": reasoning_id, "type": "reasoning", "summary": [], "encrypted_content": encrypted}
+            self.issued.add(reasoning_id, encrypted, [str(c.id) for c in reply.tool_calls])
+        response = response_object(body, reply, output_items(reply, reasoning=reasoning), self.usage(body, reply))
+        if body.get("stream") is True:
+            return 200, {**SSE_HEADERS, **reply.headers}, response_events(response)
+        return 200, {**JSON_HEADERS, **reply.headers}, _dumps(response)
+
+    def _chat(self, raw: bytes) -> HandlerResult:
+        try:
+            body, reply = self._ask(raw, validate_chat_request)
+        except Answered as answered:
+            return answered.result
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:29]}"
         created = int(time.time())
-        usage = estimate_usage(body, reply)
+        usage = self.usage(body, reply)
         usage_json = {
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "total_tokens": (usage.prompt_tokens or 0) + (usage.completion_tokens or 0),
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "prompt_tokens": usage["input"],
+            "completion_tokens": usage["output"],
+            "total_tokens": usage["input"] + usage["output"],
+            "prompt_tokens_details": {"cached_tokens": usage["cached"], "audio_tokens": 0},
             "completion_tokens_details": {
-                "reasoning_tokens": 0,
+                "reasoning_tokens": usage["reasoning"],
                 "audio_tokens": 0,
                 "accepted_prediction_tokens": 0,
                 "rejected_prediction_tokens": 0,

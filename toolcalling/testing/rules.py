@@ -7,6 +7,7 @@ from typing import Any
 
 from . import rules_options as options
 from .rules_options import TOOL_NAME_RE
+from .rules_responses import is_reasoning_model
 from .wording import bad_type, bad_value, empty_array, missing, type_name, unknown
 
 __all__ = ["validate_chat_request", "TOOL_NAME_RE", "ROLES"]
@@ -93,6 +94,14 @@ def validate_chat_request(body: object) -> list[str]:
     elif not isinstance(model, str):
         errors.append(bad_type("model", "a string", model))
 
+    if is_reasoning_model(model):
+        # OpenAI's reasoning models: no sampling parameters, and function tools only on the Responses API.
+        for key in ("temperature", "top_p"):
+            if body.get(key) is not None:
+                errors.append(f"Unsupported parameter: '{key}' is not supported with this model.")
+        if body.get("tools"):
+            errors.append(f"Function tools with reasoning_effort are not supported for {model} in "
+                          "/v1/chat/completions. Please use /v1/responses instead.")  # fmt: skip
     tool_names = options.validate_tools(body, errors)
     options.validate_tool_choice(body, tool_names, errors)
     _validate_messages(body, errors)

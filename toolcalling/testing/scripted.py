@@ -48,10 +48,13 @@ def default_error_message(status: int) -> tuple[str, str, str | None]:
 
 @dataclass
 class Usage:
-    """Token counts for one reply; a missing count is estimated from the request and reply."""
+    """Token counts for one reply; a missing count is estimated from the request and reply (``cached_tokens``
+    from the prefix earlier requests shared, ``reasoning_tokens`` from whether the model reasons)."""
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
     @classmethod
     def coerce(cls, value: Usage | Mapping[str, int] | tuple[int, int] | None) -> Usage | None:
@@ -62,7 +65,8 @@ class Usage:
             prompt, completion = value
             return cls(prompt_tokens=prompt, completion_tokens=completion)
         if isinstance(value, Mapping):
-            return cls(prompt_tokens=value.get("prompt_tokens"), completion_tokens=value.get("completion_tokens"))
+            return cls(**{key: value.get(key) for key in ("prompt_tokens", "completion_tokens", "cached_tokens",
+                                                          "reasoning_tokens")})  # fmt: skip
         raise TypeError(f"usage must be a Usage, a mapping or a (prompt, completion) tuple, not {value!r}")
 
 
@@ -125,22 +129,57 @@ class RejectedRequest:
     errors: list[str]
 
 
+def prompt_text(body: Mapping[str, Any]) -> str:
+    """The request's prompt as one text, stable parts first (instructions, tools, then the history), as a
+    provider's prompt cache sees it; on either endpoint."""
+    head = [body["instructions"]] if isinstance(body.get("instructions"), str) else []
+    history = body.get("messages") if "messages" in body else body.get("input")
+    if isinstance(history, str):
+        history = [history]
+    return json.dumps(head + list(body.get("tools") or []) + list(history or []))
+
+
 def estimate_usage(body: Mapping[str, Any], reply: Reply) -> Usage:
     """Fill in token counts deterministically so tests can assert on usage without scripting it."""
     given = reply.usage or Usage()
     prompt = given.prompt_tokens
     if prompt is None:
-        messages = body.get("messages") or []
-        tools = body.get("tools") or []
-        prompt = len(json.dumps(list(messages) + list(tools))) // 4
+        prompt = len(prompt_text(body)) // 4
     completion = given.completion_tokens
     if completion is None:
         text = (reply.content or "") + "".join(call.arguments for call in reply.tool_calls)
         completion = len(text) // 4 + 1
-    return Usage(prompt_tokens=prompt, completion_tokens=completion)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, cached_tokens=given.cached_tokens,
+                 reasoning_tokens=given.reasoning_tokens)  # fmt: skip
 
 
 Responder = Callable[[dict[str, Any]], Reply]
+
+
+def chat_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A request's history as Chat Completions messages: as sent, or converted from Responses input items."""
+    if "messages" in body:
+        return list(body["messages"])
+    out: list[dict[str, Any]] = []
+    if isinstance(body.get("instructions"), str):
+        out.append({"role": "system", "content": body["instructions"]})
+    items = body.get("input") or []
+    for item in [{"role": "user", "content": items}] if isinstance(items, str) else items:
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            call = {"id": item["call_id"], "type": "function",
+                    "function": {"name": item["name"], "arguments": item["arguments"]}}  # fmt: skip
+            if not out or out[-1]["role"] != "assistant":  # the calls of one answer join its text
+                out.append({"role": "assistant", "content": None})
+            out[-1].setdefault("tool_calls", []).append(call)
+        elif kind == "function_call_output":
+            out.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
+        elif kind == "message":
+            content = item["content"]
+            if isinstance(content, list):
+                content = "".join(part.get("text", "") for part in content)
+            out.append({"role": item["role"], "content": content})
+    return out
 
 
 class ScriptedModel:
@@ -259,6 +298,17 @@ class ScriptedModel:
             problems.append("rejected requests: " + " | ".join("; ".join(r.errors) for r in self.rejected))
         if problems:
             raise AssertionError("ScriptedModel: " + ", ".join(problems))
+
+    def messages(self, index: int = -1) -> list[dict[str, Any]]:
+        """The history request ``index`` carried, as Chat Completions messages whichever endpoint was asked
+        (a Responses request's instructions, messages, function calls and their outputs), so one test reads
+        what either API was sent."""
+        return chat_messages(self.requests[index])
+
+    def tools(self, index: int = -1) -> list[str]:
+        """The names of the tools request ``index`` offered, on either endpoint."""
+        tools = self.requests[index].get("tools") or []
+        return [t["function"]["name"] if "function" in t else t.get("name") for t in tools]
 
     # --- responder protocol ---------------------------------------------------------------------
 

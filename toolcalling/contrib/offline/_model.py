@@ -11,6 +11,7 @@ from typing import Any
 import httpx2
 
 from ...testing import Reply, ToolCall, mock_transport
+from ...testing.scripted import chat_messages
 from . import _text as tx
 
 OFFLINE_BASE_URL = "http://offline.toolcalling.invalid/v1"
@@ -34,7 +35,7 @@ class OfflineModel:
         return reply
 
     def _answer(self, body: dict[str, Any]) -> Reply:
-        messages: list[Mapping[str, Any]] = body.get("messages") or []
+        messages: Sequence[Mapping[str, Any]] = chat_messages(body)  # a Chat Completions or a Responses request
         functions = self._offered_functions(body)
         last = messages[-1] if messages else {}
         if last.get("role") == "tool":
@@ -46,7 +47,7 @@ class OfflineModel:
         forced: str | None = None
         choice = body.get("tool_choice")
         if isinstance(choice, Mapping):
-            forced = (choice.get("function") or {}).get("name")
+            forced = (choice.get("function") or choice).get("name")  # either API's form
         candidates = [f for f in functions if forced is None or f.get("name") == forced]
         best = self._best_tool(text, candidates, require_match=forced is None and choice != "required")
         if best is None:
@@ -70,6 +71,8 @@ class OfflineModel:
                 continue
             if isinstance(tool.get("function"), Mapping):
                 functions.append(tool["function"])
+            elif isinstance(tool.get("name"), str):  # a Responses function tool: the same fields, one level up
+                functions.append(tool)
         return functions
 
     @staticmethod

@@ -1,0 +1,324 @@
+"""The OpenAI Responses API, stateless: the whole history goes out from the site's database on every request.
+
+Nothing is kept at the provider (``store: false``, never ``previous_response_id``); the reasoning items an answer
+came with are asked for with their encrypted content, stored with the answer (``ModelReply.reasoning``) and sent
+back before it, so every ``function_call`` keeps the reasoning that preceded it. The request is built from the
+turn's Chat Completions-shaped messages; answers are read from the JSON the endpoint sent, validated as strictly
+as Chat Completions' (anything malformed is a ``ModelError`` before anything of it is stored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import httpx2
+import openai
+from django.utils.translation import gettext as _
+
+from ..conf import toolcalling_settings
+from ..exceptions import ModelError
+from . import _reading as read
+from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, Usage, invalid
+from ._chat_completions import request_options, status_error
+
+if TYPE_CHECKING:
+    from ..hooks import ModelRequest
+
+PATH = "/responses"
+
+# OpenAI's reasoning models, which refuse function tools on Chat Completions ("Please use /v1/responses").
+RESPONSES_ONLY_PREFIXES = ("gpt-5", "o3", "o4")
+
+# Chat Completions options that the Responses API names differently; the others go out as they are.
+RENAMED_OPTIONS = {"max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens"}
+
+
+def needs_responses(model: str) -> bool:
+    """Whether OpenAI serves ``model``'s function tools only on the Responses API."""
+    return model.startswith(RESPONSES_ONLY_PREFIXES)
+
+
+class Responses(ModelAPI):
+    """Sends one Responses request and returns a validated ``ModelReply``; errors become ``ModelError``."""
+
+    features = Features(name="responses", reasoning_items=True)
+
+    def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
+        instructions, items = to_input(request.messages)
+        body: dict[str, Any] = {"model": request.model}
+        if instructions is not None:
+            body["instructions"] = instructions
+        if request.tools:
+            body["tools"] = [function_tool(tool) for tool in request.tools]
+        body["input"] = items
+        body.update(store=False, include=["reasoning.encrypted_content"])
+        body.update(options_for_responses({**toolcalling_settings.MODEL_OPTIONS, **request.options}))
+        options = request_options(body)
+        try:
+            if on_delta is not None:
+                return self._stream(body, options, on_delta)
+            response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
+            return reply_from_response(read.parse_json(response.content), request.model)
+        except openai.APIStatusError as exc:
+            raise status_error(exc) from exc
+        except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
+            raise ModelError(_("The model endpoint did not answer in time.")) from exc
+        except (openai.APIConnectionError, httpx2.TransportError) as exc:
+            raise ModelError(_("Could not reach the model endpoint: %(error)s") % {"error": exc}) from exc
+        except openai.OpenAIError as exc:
+            raise ModelError(_("The model request failed: %(error)s") % {"error": exc}) from exc
+
+    def _stream(self, body: dict[str, Any], options: openai.RequestOptions, on_delta: DeltaCallback) -> ModelReply:
+        """Stream an answer; a server that answers with one JSON response instead is read as such."""
+        response = self.client.post(PATH, body={**body, "stream": True}, options=options, cast_to=httpx2.Response,
+                                    stream=True)  # fmt: skip
+        try:
+            if response.headers.get("content-type", "").startswith("application/json"):
+                reply = reply_from_response(read.parse_json(response.read()), body["model"])
+                if reply.content:
+                    on_delta(reply.content)
+                return reply
+            assembler = EventAssembler(body["model"], on_delta)
+            assembler.feed_lines(response.iter_lines())
+            return assembler.finish()
+        finally:
+            response.close()
+
+
+# Building requests --------------------------------------------------------------------------------------
+
+
+def to_input(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
+    """Chat Completions messages as ``instructions`` (the leading system message) and Responses input items.
+
+    An assistant message becomes its reasoning items, its text and its function calls, in that order (as the
+    API gave them); a tool message becomes the ``function_call_output`` of the call it answers."""
+    instructions: str | None = None
+    items: list[dict[str, Any]] = []
+    for n, message in enumerate(messages):
+        role = message.get("role")
+        if n == 0 and role in ("system", "developer") and isinstance(message.get("content"), str):
+            instructions = message["content"]
+        elif role == "tool":
+            items.append({"type": "function_call_output", "call_id": message.get("tool_call_id", ""),
+                          "output": _output_text(message.get("content"))})  # fmt: skip
+        elif role == "assistant":
+            items.extend(message.get(REASONING_KEY) or ())
+            content = message.get("content")
+            if content:
+                items.append({"type": "message", "role": "assistant", "content": _output_text(content)})
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                name, arguments = function.get("name", ""), function.get("arguments") or "{}"
+                items.append({"type": "function_call", "call_id": call.get("id", ""), "name": name,
+                              "arguments": arguments})  # fmt: skip
+        else:
+            items.append({"type": "message", "role": role, "content": _input_content(message.get("content"))})
+    return instructions, items
+
+
+def _output_text(content: Any) -> str:
+    """Text of an assistant or tool message (a list of text parts is joined)."""
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else ""
+
+
+def _input_content(content: Any) -> Any:
+    """A user or system message's content: text as it is, parts in their Responses names."""
+    if not isinstance(content, list):
+        return content if isinstance(content, str) else ""
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text":
+            parts.append({"type": "input_text", "text": part.get("text", "")})
+        elif kind == "image_url":
+            image = part.get("image_url") or {}
+            url = image.get("url") if isinstance(image, dict) else image
+            parts.append({"type": "input_image", "image_url": url, "detail": image.get("detail", "auto")
+                          if isinstance(image, dict) else "auto"})  # fmt: skip
+        elif kind == "file":
+            parts.append({"type": "input_file", **(part.get("file") or {})})
+        else:
+            parts.append(part)
+    return parts
+
+
+def function_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A Chat Completions tool definition as a Responses function tool. ``strict`` is said outright: the
+    Responses API takes a missing one as true, which Chat Completions does not."""
+    if tool.get("type") != "function" or "function" not in tool:
+        return tool
+    function = tool["function"]
+    converted: dict[str, Any] = {"type": "function", "name": function.get("name")}
+    if "description" in function:
+        converted["description"] = function["description"]
+    converted["parameters"] = function.get("parameters", {"type": "object", "properties": {}})
+    converted["strict"] = bool(function.get("strict", False))
+    return converted
+
+
+def options_for_responses(options: dict[str, Any]) -> dict[str, Any]:
+    """Chat Completions-named options (``response_format``, ``reasoning_effort``, ``max_tokens``,
+    ``tool_choice``) in their Responses form; ``model_options`` already in that form pass through."""
+    out: dict[str, Any] = {}
+    for key, value in options.items():
+        if key == "response_format":
+            out["text"] = {**out.get("text", {}), "format": text_format(value)}
+        elif key == "reasoning_effort":
+            out["reasoning"] = {**out.get("reasoning", {}), "effort": value}
+        elif key == "tool_choice" and isinstance(value, dict) and "function" in value:
+            out["tool_choice"] = {"type": "function", "name": value["function"].get("name")}
+        elif key in ("text", "reasoning") and isinstance(value, dict):
+            out[key] = {**out.get(key, {}), **value}
+        else:
+            out[RENAMED_OPTIONS.get(key, key)] = value
+    return out
+
+
+def text_format(response_format: Any) -> Any:
+    """``response_format`` as ``text.format``: the ``json_schema`` object's fields move up one level."""
+    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        return {"type": "json_schema", **(response_format.get("json_schema") or {})}
+    return response_format
+
+
+# Reading answers ----------------------------------------------------------------------------------------
+
+
+def reply_from_response(data: Any, requested_model: str) -> ModelReply:
+    """A ``response`` object (parsed JSON) as a ``ModelReply``: its text, function calls and reasoning items."""
+    data = read.json_object(data, "the body")
+    _raise_error_body(data)
+    output = data.get("output")
+    if not isinstance(output, list):
+        raise invalid("the response has no output list")
+    text: list[str] = []
+    refusals: list[str] = []
+    calls: list[RequestedCall] = []
+    reasoning: list[dict[str, Any]] = []
+    for n, item in enumerate(output):
+        item = read.json_object(item, f"output[{n}]")
+        kind = item.get("type")
+        if kind == "reasoning":
+            reasoning.append(item)
+        elif kind == "message":
+            parts = item.get("content")
+            if not isinstance(parts, list):
+                raise invalid(f"output[{n}].content is not a list")
+            for m, part in enumerate(parts):
+                part = read.json_object(part, f"output[{n}].content[{m}]")
+                if part.get("type") == "refusal":
+                    refusals.append(read.text(part.get("refusal"), f"output[{n}].content[{m}].refusal") or "")
+                else:
+                    text.append(read.text(part.get("text"), f"output[{n}].content[{m}].text") or "")
+        elif kind == "function_call":
+            calls.append(_call(item, f"output[{n}]"))
+        elif not isinstance(kind, str):
+            raise invalid(f"output[{n}] has no type")
+        # Other item types belong to built-in tools the app never offers; they carry nothing to store.
+    content = "".join(text) if text else None
+    if content is None and not calls:
+        content = "".join(refusals) if refusals else None  # a refusal is the model's answer in words
+        if content is None:
+            raise invalid("the response has neither text nor function calls")
+    return ModelReply(
+        content=content,
+        tool_calls=calls,
+        usage=_usage(data.get("usage")),
+        model=read.string(data.get("model")) or requested_model,
+        finish_reason=_finish_reason(data, calls),
+        reasoning=reasoning,
+    )
+
+
+class EventAssembler:
+    """Builds a ``ModelReply`` from the Responses event stream: text deltas go to ``on_delta`` as they come, the
+    answer is read from ``response.completed`` (with the items of ``response.output_item.done`` when that
+    carries no output). ``finish()`` refuses a stream that never completed."""
+
+    def __init__(self, requested_model: str, on_delta: DeltaCallback) -> None:
+        self.requested_model = requested_model
+        self.on_delta = on_delta
+        self.items: dict[int, dict[str, Any]] = {}
+        self.final: dict[str, Any] | None = None
+
+    def feed(self, data: Any) -> None:
+        event = read.json_object(data, "a stream event")
+        kind = event.get("type")
+        if kind == "response.output_text.delta":
+            delta = read.text(event.get("delta"), "a text delta")
+            if delta:
+                self.on_delta(delta)
+        elif kind == "response.output_item.done":
+            index = event.get("output_index", len(self.items))
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise invalid("an output item's output_index is not a number")
+            self.items[index] = read.json_object(event.get("item"), "a finished output item")
+        elif kind in ("response.completed", "response.incomplete", "response.failed"):
+            self.final = read.json_object(event.get("response"), f"the response of {kind}")
+        elif kind == "error":
+            message = event.get("message") or (event.get("error") or {}).get("message")
+            raise ModelError(_("The model endpoint answered with an error: %(message)s") % {"message": message})
+
+    def feed_lines(self, lines: Iterable[str]) -> None:
+        """Read server-sent events: ``data:`` lines carry events (their ``type`` names them); others are skipped."""
+        for line in lines:
+            if not line.startswith("data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                break
+            if payload:
+                self.feed(read.parse_json(payload))
+
+    def finish(self) -> ModelReply:
+        if self.final is None:
+            raise invalid("the stream ended before the response completed (is it a stream of server-sent events?)")
+        final = self.final
+        if not final.get("output") and self.items:
+            final = {**final, "output": [self.items[index] for index in sorted(self.items)]}
+        return reply_from_response(final, self.requested_model)
+
+
+def _raise_error_body(data: dict[str, Any]) -> None:
+    """An error object in place of a response, or a response that failed."""
+    error = data.get("error")
+    if error or data.get("status") == "failed":
+        message = error.get("message") if isinstance(error, dict) else error
+        raise ModelError(_("The model endpoint answered with an error: %(message)s") % {"message": message})
+
+
+def _call(item: dict[str, Any], where: str) -> RequestedCall:
+    name = read.text(item.get("name"), f"{where}.name")
+    if not name:
+        raise invalid(f"{where} has no function name")
+    return RequestedCall(
+        id=read.string(item.get("call_id")), name=name, arguments=read.arguments(item.get("arguments"))
+    )
+
+
+def _finish_reason(data: dict[str, Any], calls: list[RequestedCall]) -> str:
+    """Chat Completions' finish reason for the response's status, as the rest of the app knows them."""
+    if data.get("status") == "incomplete":
+        details = data.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        return "content_filter" if reason == "content_filter" else "length"
+    return "tool_calls" if calls else "stop"
+
+
+def _usage(value: Any) -> Usage:
+    if not isinstance(value, dict):
+        return Usage()
+    prompt, completion, total = (
+        read.count(value.get(key)) for key in ("input_tokens", "output_tokens", "total_tokens")
+    )
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=total or prompt + completion,
+        cached_tokens=read.detail(value, "input_tokens_details", "cached_tokens"),
+        reasoning_tokens=read.detail(value, "output_tokens_details", "reasoning_tokens"),
+    )
