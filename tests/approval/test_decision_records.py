@@ -137,3 +137,14 @@ def test_a_staff_member_may_reject_a_call_of_their_own_conversation(approver, ap
     model.reply("Rejected.")
     approval.reject(call, approver, "changed my mind")
     assert ToolCall.objects.get(pk=call.pk).status == "rejected"
+
+
+def test_a_user_who_declines_without_a_reason_is_logged_as_declining(api, ops, model, alice):
+    model.call("move_points", {"name": "savings", "points": 3})
+    response = post(api, ops, "move points")
+    call = ToolCall.objects.get(pk=response.json()["awaiting_approval"][0]["id"])
+    model.reply("Not moved.")
+    approval.reject(call, alice)
+    assert tool_message(call).content == "Not run: the user declined this call."
+    entry = LogEntry.objects.get(object_id=str(call.pk))
+    assert (entry.user_id, entry.change_message) == (alice.pk, "Declined by the user.")
