@@ -44,3 +44,7 @@ lint: setup
 test: setup system-packages lint
 	$(PY) -m pytest
 	TOOLCALLING_TEST_DATABASE=postgresql $(PY) -m pytest
+
+# The mutation run over approval/, usage/ and engine/_calls.py (docs/mutation.md); AREAS="approval usage" picks areas.
+mutation: setup
+	VENV=$(VENV) bash scripts/mutation.sh $(AREAS)
