@@ -6,8 +6,8 @@
 #   scripts/mutation.sh report                        only print the figures of what was run so far
 #
 # Results stay in mutants/ (ignored by git), so a run that stopped goes on where it was: only mutants not yet
-# tried are tried. After the tests changed, MUTATION_RETRY=survivors tries again the mutants not killed yet, and
-# MUTATION_RETRY=1 every mutant of the area.
+# tried are tried. After the tests changed, MUTATION_RETRY=survivors tries again only the mutants tried and not
+# killed, and MUTATION_RETRY=1 every mutant of the area.
 # MUTATION_TIMEOUT bounds each area's run in seconds (default 3600). One mutant at a time: the tests start their
 # own Redis, Celery worker and database on ports and files chosen once per run, and the machine is shared.
 set -uo pipefail
@@ -23,7 +23,7 @@ declare -A MUTANTS=(
 declare -A TESTS=(
   [approval]="tests/approval"
   [usage]="tests/limits"
-  [calls]="tests/core tests/approval"
+  [calls]="tests/core tests/approval tests/limits"
 )
 
 # The mutants of one area not tried yet (all of them with MUTATION_RETRY=1), from mutmut's files in mutants/.
@@ -33,8 +33,11 @@ import fnmatch, json, pathlib, sys
 pattern, retry = sys.argv[1], sys.argv[2]
 for meta in sorted(pathlib.Path("mutants").rglob("*.py.meta")):
     for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
-        again = retry == "1" or (retry == "survivors" and code not in (1, 3))
-        if fnmatch.fnmatch(name, pattern) and (again or code is None):
+        if retry == "survivors":
+            wanted = code is not None and code not in (1, 3)  # tried, not killed
+        else:
+            wanted = retry == "1" or code is None
+        if fnmatch.fnmatch(name, pattern) and wanted:
             print(name)
 PYTHON
 }
