@@ -78,3 +78,10 @@ def test_calls_the_user_confirms_are_not_on_the_approvers_list(api, ops, model):
     [own] = waiting(api, ops, model, ("move_points", {"name": "c", "points": 1}))
     assert own.approver == "user"
     assert list(approval.waiting_calls()) == []
+
+
+def test_calls_asked_for_at_the_same_moment_are_listed_in_the_order_they_were_made(api, ops, model):
+    first, second = waiting(api, ops, model, ("bump", {"name": "a"}), ("bump", {"name": "b"}))
+    ToolCall.objects.filter(pk__in=[first.pk, second.pk]).update(created_at=first.created_at)
+    assert [c.pk for c in approval.waiting_calls()] == [first.pk, second.pk]
+    assert [c.pk for c in approval.waiting_calls().reverse()] == [second.pk, first.pk]
