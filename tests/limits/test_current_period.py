@@ -22,7 +22,11 @@ def test_the_current_periods_counters_biggest_first_then_by_key(db):
     last_week = now - datetime.timedelta(days=7)
     counter("helper", 50, now), counter("budget", 50, now), counter("slow", 90, now)
     counter("helper", 999, last_week)
-    assert [(c.key, c.tokens) for c in current("assistant", "day", now)] == [("slow", 90), ("budget", 50), ("helper", 50)]
+    assert [(c.key, c.tokens) for c in current("assistant", "day", now)] == [
+        ("slow", 90),
+        ("budget", 50),
+        ("helper", 50),
+    ]
     assert [(c.key, c.tokens) for c in current("assistant", "day", last_week)] == [("helper", 999)]
     assert list(current("user", "day", now)) == [] and list(current("assistant", "month", now)) == []
 
