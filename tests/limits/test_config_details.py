@@ -22,3 +22,16 @@ def test_unknown_keys_of_any_type_are_listed_with_the_known_ones():
 def test_an_amount_must_be_a_positive_whole_number(amount):
     message = problems_of({"turns": amount, "per": "user", "period": "day"})
     assert f"'turns' must be a positive whole number, not {amount!r}" in message
+
+
+def by_tenant(ctx):
+    return "acme"
+
+
+@pytest.mark.parametrize("name", ["user", "site", "", 5])
+def test_a_callable_scopes_name_is_a_new_non_empty_string(name):
+    message = problems_of({"tokens": 5, "per": by_tenant, "period": "day", "name": name})
+    assert (
+        "'name' names a callable scope: a non-empty string other than user, assistant and site, "
+        "given only with a callable 'per'"
+    ) in message
