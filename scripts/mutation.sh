@@ -49,7 +49,11 @@ from collections import Counter
 KILLED = {1, 3}  # pytest's "tests failed" and "internal error": the mutant was noticed
 rows = []
 for meta in sorted(pathlib.Path("mutants").rglob("*.py.meta")):
-    codes = list(json.loads(meta.read_text())["exit_code_by_key"].values())
+    try:
+        codes = list(json.loads(meta.read_text())["exit_code_by_key"].values())
+    except ValueError:
+        print(f"{meta}: unreadable (a run stopped while writing it); delete it and its module in mutants/")
+        continue
     if not codes:
         continue
     tried = [c for c in codes if c is not None]
@@ -87,9 +91,18 @@ for area in "${areas[@]}"; do
     names=("${MUTANTS[$area]}")  # the first run makes the mutants
   fi
   echo "== $area: ${#names[@]} mutant(s) or pattern(s), against ${TESTS[$area]}"
-  TOOLCALLING_MUTATION_TESTS="${TESTS[$area]}" timeout --signal=INT --kill-after=60 "${MUTATION_TIMEOUT:-3600}" \
+  # mutmut rewrites a module's results file after each mutant; stopped in the middle of that write it leaves
+  # the file cut short, so each is kept as it was before the run and put back if it no longer reads.
+  for meta in $(find mutants -name "*.py.meta"); do cp "$meta" "$meta.before"; done
+  TOOLCALLING_MUTATION_TESTS="${TESTS[$area]}" timeout --signal=INT --kill-after=300 "${MUTATION_TIMEOUT:-3600}" \
     "$VENV/bin/mutmut" run --max-children 1 "${names[@]}" > "mutants/$area.log" 2>&1
   code=$?
+  for meta in $(find mutants -name "*.py.meta"); do
+    "$PY" -c 'import json, sys; json.load(open(sys.argv[1]))' "$meta" 2>/dev/null || {
+      echo "   $meta was cut short; its results from before this run are put back"
+      [ -f "$meta.before" ] && cp "$meta.before" "$meta" || rm -f "$meta"
+    }
+  done
   [ $code -eq 124 ] && echo "   stopped after ${MUTATION_TIMEOUT:-3600} s; run it again to go on"
   [ $code -ne 0 ] && [ $code -ne 124 ] && { echo "   mutmut exited $code (see mutants/$area.log)"; status=$code; }
 done
