@@ -27,7 +27,7 @@ def kiosk(api) -> Iterator[tuple[type[Assistant], dict]]:
     def restock(ctx: ToolContext, item: str) -> str:
         """Order more of an item."""
         Counter.objects.create(name=f"restock-{item}")
-        return f"ordered {item}"
+        return f"ordered {item} for {ctx.user.get_username()} in {ctx.conversation.pk} (call {ctx.tool_call.pk})"
 
     class KioskAssistant(Assistant):
         id = "kiosk-run-test"
@@ -110,3 +110,17 @@ def test_a_tool_gone_from_the_site_is_answered_as_failed_without_running(
     assert tool_message(call).content == f"Error: not run: {call.error}"
     assert not Counter.objects.filter(name="restock-tea").exists()
     assert len(continuation) == 1  # the conversation goes on (and says so) once this commits
+
+
+def test_an_approved_call_runs_as_the_requester_in_its_own_conversation(
+    api, kiosk, model, approver, django_capture_on_commit_callbacks
+):
+    _, conversation = kiosk
+    call = waiting(api, conversation, model, "restock", {"item": "milk"})
+    model.reply("Ordered.")
+    with django_capture_on_commit_callbacks(execute=True):
+        approval.approve(call, approver)
+    call.refresh_from_db()
+    assert call.status == "succeeded" and call.error == ""
+    assert tool_message(call).content == f"ordered milk for alice in {conversation['id']} (call {call.pk})"
+    model.assert_done()
