@@ -3,7 +3,7 @@
 VENV ?= .venv
 PY = $(VENV)/bin/python
 
-.PHONY: setup system-packages demo test lint
+.PHONY: setup system-packages demo test lint mutation
 
 # Reinstall only when the requirements or the package metadata change.
 $(VENV)/.installed: requirements/dev.txt requirements/base.txt pyproject.toml
@@ -54,3 +54,7 @@ test: setup system-packages lint $(VENV)/.mysqlclient
 	$(PY) -m pytest
 	TOOLCALLING_TEST_DATABASE=postgresql $(PY) -m pytest
 	TOOLCALLING_TEST_DATABASE=mariadb $(PY) -m pytest
+
+# The mutation run over approval/, usage/ and engine/_calls.py (docs/mutation.md); AREAS="approval usage" picks areas.
+mutation: setup
+	VENV=$(VENV) bash scripts/mutation.sh $(AREAS)

@@ -6,8 +6,8 @@
 #   scripts/mutation.sh report                        only print the figures of what was run so far
 #
 # Results stay in mutants/ (ignored by git), so a run that stopped goes on where it was: only mutants not yet
-# tried are tried. After the tests changed, MUTATION_RETRY=survivors tries again the mutants not killed yet, and
-# MUTATION_RETRY=1 every mutant of the area.
+# tried are tried. After the tests changed, MUTATION_RETRY=survivors tries again only the mutants tried and not
+# killed, and MUTATION_RETRY=1 every mutant of the area.
 # MUTATION_TIMEOUT bounds each area's run in seconds (default 3600). One mutant at a time: the tests start their
 # own Redis, Celery worker and database on ports and files chosen once per run, and the machine is shared.
 set -uo pipefail
@@ -23,7 +23,7 @@ declare -A MUTANTS=(
 declare -A TESTS=(
   [approval]="tests/approval"
   [usage]="tests/limits"
-  [calls]="tests/core tests/approval"
+  [calls]="tests/core tests/approval tests/limits"
 )
 
 # The mutants of one area not tried yet (all of them with MUTATION_RETRY=1), from mutmut's files in mutants/.
@@ -33,8 +33,11 @@ import fnmatch, json, pathlib, sys
 pattern, retry = sys.argv[1], sys.argv[2]
 for meta in sorted(pathlib.Path("mutants").rglob("*.py.meta")):
     for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
-        again = retry == "1" or (retry == "survivors" and code not in (1, 3))
-        if fnmatch.fnmatch(name, pattern) and (again or code is None):
+        if retry == "survivors":
+            wanted = code is not None and code not in (1, 3)  # tried, not killed
+        else:
+            wanted = retry == "1" or code is None
+        if fnmatch.fnmatch(name, pattern) and wanted:
             print(name)
 PYTHON
 }
@@ -46,7 +49,11 @@ from collections import Counter
 KILLED = {1, 3}  # pytest's "tests failed" and "internal error": the mutant was noticed
 rows = []
 for meta in sorted(pathlib.Path("mutants").rglob("*.py.meta")):
-    codes = list(json.loads(meta.read_text())["exit_code_by_key"].values())
+    try:
+        codes = list(json.loads(meta.read_text())["exit_code_by_key"].values())
+    except ValueError:
+        print(f"{meta}: unreadable (a run stopped while writing it); delete it and its module in mutants/")
+        continue
     if not codes:
         continue
     tried = [c for c in codes if c is not None]
@@ -84,9 +91,18 @@ for area in "${areas[@]}"; do
     names=("${MUTANTS[$area]}")  # the first run makes the mutants
   fi
   echo "== $area: ${#names[@]} mutant(s) or pattern(s), against ${TESTS[$area]}"
-  TOOLCALLING_MUTATION_TESTS="${TESTS[$area]}" timeout --signal=INT --kill-after=60 "${MUTATION_TIMEOUT:-3600}" \
+  # mutmut rewrites a module's results file after each mutant; stopped in the middle of that write it leaves
+  # the file cut short, so each is kept as it was before the run and put back if it no longer reads.
+  for meta in $(find mutants -name "*.py.meta"); do cp "$meta" "$meta.before"; done
+  TOOLCALLING_MUTATION_TESTS="${TESTS[$area]}" timeout --signal=INT --kill-after=300 "${MUTATION_TIMEOUT:-3600}" \
     "$VENV/bin/mutmut" run --max-children 1 "${names[@]}" > "mutants/$area.log" 2>&1
   code=$?
+  for meta in $(find mutants -name "*.py.meta"); do
+    "$PY" -c 'import json, sys; json.load(open(sys.argv[1]))' "$meta" 2>/dev/null || {
+      echo "   $meta was cut short; its results from before this run are put back"
+      [ -f "$meta.before" ] && cp "$meta.before" "$meta" || rm -f "$meta"
+    }
+  done
   [ $code -eq 124 ] && echo "   stopped after ${MUTATION_TIMEOUT:-3600} s; run it again to go on"
   [ $code -ne 0 ] && [ $code -ne 124 ] && { echo "   mutmut exited $code (see mutants/$area.log)"; status=$code; }
 done

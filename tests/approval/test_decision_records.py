@@ -137,3 +137,27 @@ def test_a_staff_member_may_reject_a_call_of_their_own_conversation(approver, ap
     model.reply("Rejected.")
     approval.reject(call, approver, "changed my mind")
     assert ToolCall.objects.get(pk=call.pk).status == "rejected"
+
+
+def test_a_user_who_declines_without_a_reason_is_logged_as_declining(api, ops, model, alice):
+    model.call("move_points", {"name": "savings", "points": 3})
+    response = post(api, ops, "move points")
+    call = ToolCall.objects.get(pk=response.json()["awaiting_approval"][0]["id"])
+    model.reply("Not moved.")
+    approval.reject(call, alice)
+    assert tool_message(call).content == "Not run: the user declined this call."
+    entry = LogEntry.objects.get(object_id=str(call.pk))
+    assert (entry.user_id, entry.change_message) == (alice.pk, "Declined by the user.")
+
+
+def test_receivers_of_a_rejection_hear_who_rejected_it_and_why(api, ops, model, approver):
+    [call] = waiting_calls(api, ops, model, "a")
+    heard = []
+
+    def receiver(sender, tool_call, **kwargs):
+        heard.append((tool_call.pk, kwargs["user"], kwargs["reason"]))
+
+    model.reply("Rejected.")
+    with on(signals.tool_call_rejected, receiver):
+        approval.reject(call, approver, "not today")
+    assert heard == [(call.pk, approver, "not today")]

@@ -27,7 +27,7 @@ def kiosk(api) -> Iterator[tuple[type[Assistant], dict]]:
     def restock(ctx: ToolContext, item: str) -> str:
         """Order more of an item."""
         Counter.objects.create(name=f"restock-{item}")
-        return f"ordered {item}"
+        return f"ordered {item} for {ctx.user.get_username()} in {ctx.conversation.pk} (call {ctx.tool_call.pk})"
 
     class KioskAssistant(Assistant):
         id = "kiosk-run-test"
@@ -38,7 +38,8 @@ def kiosk(api) -> Iterator[tuple[type[Assistant], dict]]:
         yield KioskAssistant, response.json()
     finally:
         assistants.unregister(KioskAssistant.id)
-        tools.unregister("restock")
+        if tools.is_registered("restock"):
+            tools.unregister("restock")
 
 
 def test_a_tool_the_assistant_no_longer_offers_is_not_run(
@@ -91,4 +92,35 @@ def test_the_calls_before_the_wait_count_towards_the_limits_of_the_turn(
     model.reply("Again.")
     post(api, ops, "and again")
     assert [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"][-2:] == ["8", "10"]
+    model.assert_done()
+
+
+def test_a_tool_gone_from_the_site_is_answered_as_failed_without_running(
+    api, kiosk, model, approver, django_capture_on_commit_callbacks
+):
+    _, conversation = kiosk
+    call = waiting(api, conversation, model, "restock", {"item": "tea"})
+    with django_capture_on_commit_callbacks(execute=False):  # the run is the task's, called here below
+        approval.approve(call, approver)
+    tools.unregister("restock")  # a deploy removed the tool before a worker ran the call
+    with django_capture_on_commit_callbacks(execute=False) as continuation:
+        assert approval.run(call.pk) is False
+    call.refresh_from_db()
+    assert call.status == "failed" and call.error.startswith("No tool named 'restock' is registered")
+    assert tool_message(call).content == f"Error: not run: {call.error}"
+    assert not Counter.objects.filter(name="restock-tea").exists()
+    assert len(continuation) == 1  # the conversation goes on (and says so) once this commits
+
+
+def test_an_approved_call_runs_as_the_requester_in_its_own_conversation(
+    api, kiosk, model, approver, django_capture_on_commit_callbacks
+):
+    _, conversation = kiosk
+    call = waiting(api, conversation, model, "restock", {"item": "milk"})
+    model.reply("Ordered.")
+    with django_capture_on_commit_callbacks(execute=True):
+        approval.approve(call, approver)
+    call.refresh_from_db()
+    assert call.status == "succeeded" and call.error == ""
+    assert tool_message(call).content == f"ordered milk for alice in {conversation['id']} (call {call.pk})"
     model.assert_done()

@@ -96,8 +96,11 @@ def test_a_sweep_now_leaves_alone_what_is_not_due_yet(api, model, approver, djan
 def test_a_lease_has_ended_at_its_end_and_a_run_without_one_when_its_timeout_is_over(api, model, approver):
     call = waiting_call(api, model, "leased")
     approval.approve(call, approver)
+    before = timezone.now()
     started = approval.start_run(call.pk)
     lease, began = started.lease_expires_at, started.started_at
+    assert before <= began <= timezone.now()  # the run starts now, not when the call was asked for
+    assert lease == began + timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT)
     tick = timedelta(microseconds=1)
     assert not lease_expired(started, lease - tick)
     assert lease_expired(started, lease)

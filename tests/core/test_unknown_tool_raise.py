@@ -17,7 +17,7 @@ def test_an_unknown_tool_under_raise_ends_the_turn_with_tool_error(api, conversa
     assert response.status_code == 422, response.content
     body = response.json()
     assert body["code"] == "tool_error"
-    assert "there is no tool named 'nonexistent'" in body["detail"]
+    assert body["detail"].startswith("there is no tool named 'nonexistent'. Available tools: ")
     conv = Conversation.objects.get(pk=conversation["id"])
     assert conv.status == "failed" and "nonexistent" in conv.error
     calls = ToolCall.objects.filter(conversation_id=conversation["id"]).order_by("index")

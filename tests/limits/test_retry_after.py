@@ -47,3 +47,22 @@ def test_the_wait_is_rounded_up_to_whole_seconds_and_never_zero(left, wait):
     assert error.wait == wait
     assert error.limit == {"quantity": "tokens", "maximum": 100, "per": "user", "period": "day", "used": 120,
                            "resets_at": END.isoformat()}  # fmt: skip
+
+
+@pytest.mark.toolcalling(
+    USAGE_LIMITS=[
+        {"tokens": 10, "per": "user", "period": "hour"},
+        {"turns": 1, "per": "user", "period": "month"},
+        {"tool_calls": 1, "per": "user", "period": "month"},
+    ]
+)
+def test_of_several_limits_reached_the_one_that_lasts_longest_is_told(api, model, new_conversation):
+    conversation = new_conversation()
+    model.call("add", {"a": 1, "b": 2}, usage=(30, 10))
+    model.reply("3")
+    post(api, conversation, "first")
+    refused = post(api, conversation, "second")
+    assert refused.status_code == 429, refused.content
+    # Both month limits end together; retrying after the hour's end cannot succeed.
+    assert refused.json()["limit"]["period"] == "month"
+    assert refused.json()["limit"]["resets_at"] == window("month")[1].isoformat()

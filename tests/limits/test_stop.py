@@ -86,6 +86,8 @@ def test_stop_ends_a_plain_turn_after_the_running_tool(api, alice, model, new_co
                                       ("add", "cancelled")]  # fmt: skip
     assert [(m["role"], m["content"]) for m in body["messages"]][2:] == [("tool", "released"), ("tool", STOPPED),
                                                                         ("tool", STOPPED)]  # fmt: skip
+    errors = dict(ToolCall.objects.filter(conversation_id=conversation).values_list("name", "error"))
+    assert errors == {"delete_everything": STOPPED, "wait_for_release": "", "add": STOPPED}  # stored as the errors
     conv = Conversation.objects.get(pk=conversation)
     assert conv.status == "idle" and conv.stop_requested_at is None and conv.turn_token is None
     assert history_problems(conversation) == []

@@ -1,0 +1,37 @@
+"""The counters of the current period as the admin lists them (biggest spenders first, then by key), as of now
+or of another moment; and an hour's end in the site's time zone."""
+
+import datetime
+
+from django.test import override_settings
+from django.utils import timezone
+
+from toolcalling.models import UsageCounter
+from toolcalling.usage import current, window
+
+
+def counter(key, tokens, moment):
+    return UsageCounter.objects.create(
+        scope="assistant", key=key, period="day", period_start=window("day", moment)[0], tokens=tokens,
+        updated_at=moment,
+    )  # fmt: skip
+
+
+def test_the_current_periods_counters_biggest_first_then_by_key(db):
+    now = timezone.now()
+    last_week = now - datetime.timedelta(days=7)
+    counter("helper", 50, now), counter("budget", 50, now), counter("slow", 90, now)
+    counter("helper", 999, last_week)
+    assert [(c.key, c.tokens) for c in current("assistant", "day", now)] == [
+        ("slow", 90),
+        ("budget", 50),
+        ("helper", 50),
+    ]
+    assert [(c.key, c.tokens) for c in current("assistant", "day", last_week)] == [("helper", 999)]
+    assert list(current("user", "day", now)) == [] and list(current("assistant", "month", now)) == []
+
+
+@override_settings(TIME_ZONE="Europe/Berlin")
+def test_an_hour_ends_in_the_sites_time_zone():
+    start, end = window("hour", datetime.datetime(2026, 1, 15, 10, 20, tzinfo=datetime.UTC))
+    assert (start.isoformat(), end.isoformat()) == ("2026-01-15T11:00:00+01:00", "2026-01-15T12:00:00+01:00")
