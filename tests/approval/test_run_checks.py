@@ -53,6 +53,7 @@ def test_a_tool_the_assistant_no_longer_offers_is_not_run(
         approval.approve(call, approver)
     call.refresh_from_db()
     assert (call.status, tool_message(call).content) == ("failed", "Error: the tool 'restock' is not available.")
+    assert call.error == "the tool 'restock' is not available"  # the reason is stored, as for every failure
     assert not Counter.objects.filter(name="restock-milk").exists()
     model.assert_done()
 
@@ -70,6 +71,7 @@ def test_stored_arguments_that_no_longer_fit_the_tool_are_not_run(
     assert tool_message(call).content.startswith(
         "Error: invalid arguments for bump: by: Input should be a valid integer"
     )
+    assert call.error.startswith("invalid arguments for bump: by: Input should be a valid integer")
     assert counter("orders") == 0
     model.assert_done()
 

@@ -137,6 +137,8 @@ def test_per_tool_limit_return_error_lets_the_model_continue(api, conversation, 
     results = [m["content"] for m in tool_messages(model.requests[1])]
     assert results[:2] == ["2", "4"]
     assert "limit is at most 2 calls to 'add' per turn" in results[2]
+    refused = ToolCall.objects.filter(status="failed").get()
+    assert refused.error == "not run, the limit is at most 2 calls to 'add' per turn"  # why, as every failure says
     # The limit counts the current turn only.
     model.calls(("add", {"a": 5, "b": 5}), ("add", {"a": 6, "b": 6}))
     model.reply("Again.")

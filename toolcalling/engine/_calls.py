@@ -108,7 +108,8 @@ class CallPath:
         if over is not None:
             if toolcalling_settings.ON_LIMIT_EXCEEDED == "raise":
                 raise ToolCallLimitExceeded(_("Tool call limit exceeded: %(limit)s.") % {"limit": over})
-            return self._answer(call, ToolCall.Status.FAILED, f"Error: not run, the limit is {over}.")
+            limit = f"not run, the limit is {over}"
+            return self._answer(call, ToolCall.Status.FAILED, f"Error: {limit}.", limit)
         tool = self.tools.get(call.name)
         if tool is None:
             available = ", ".join(sorted(self.tools)) or "none"
@@ -198,11 +199,13 @@ class CallPath:
             return ToolCall.Status.FAILED, f"Error: not run: {revoked}.", revoked
         tool = self.tools.get(call.name)
         if tool is None:
-            return ToolCall.Status.FAILED, f"Error: the tool {call.name!r} is not available.", ""
+            gone = f"the tool {call.name!r} is not available"
+            return ToolCall.Status.FAILED, f"Error: {gone}.", gone
         try:
             arguments = tool.parse_arguments(call.arguments)
         except InvalidArguments as exc:
-            return ToolCall.Status.FAILED, f"Error: invalid arguments for {tool.name}: {exc}.", ""
+            invalid = f"invalid arguments for {tool.name}: {exc}"
+            return ToolCall.Status.FAILED, f"Error: {invalid}.", invalid
         return self._run(tool, call, arguments)
 
     def _fail(
