@@ -9,7 +9,8 @@ every call a usable, unique id.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -42,19 +43,11 @@ class ChatCompletions(ModelAPI):
         if request.tools:
             body["tools"] = request.tools
         options = request_options(body)
-        try:
+        with sdk_errors():
             if on_delta is not None:
                 return self._stream(body, options, on_delta)
             response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
             return reply_from_completion(read.parse_json(response.content), request.model)
-        except openai.APIStatusError as exc:
-            raise status_error(exc) from exc
-        except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
-            raise ModelError(_("The model endpoint did not answer in time.")) from exc
-        except (openai.APIConnectionError, httpx2.TransportError) as exc:
-            raise ModelError(_("Could not reach the model endpoint: %(error)s") % {"error": exc}) from exc
-        except openai.OpenAIError as exc:
-            raise ModelError(_("The model request failed: %(error)s") % {"error": exc}) from exc
 
     def _stream(self, body: dict[str, Any], options: openai.RequestOptions, on_delta: DeltaCallback) -> ModelReply:
         """Stream an answer; a server that answers with one JSON completion instead is read as such."""
@@ -71,6 +64,21 @@ class ChatCompletions(ModelAPI):
             return assembler.finish()
         finally:
             response.close()
+
+
+@contextmanager
+def sdk_errors() -> Iterator[None]:
+    """The ``openai`` SDK's errors around one request, as ``ModelError`` (for every API sent through the SDK)."""
+    try:
+        yield
+    except openai.APIStatusError as exc:
+        raise status_error(exc) from exc
+    except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
+        raise ModelError(_("The model endpoint did not answer in time.")) from exc
+    except (openai.APIConnectionError, httpx2.TransportError) as exc:
+        raise ModelError(_("Could not reach the model endpoint: %(error)s") % {"error": exc}) from exc
+    except openai.OpenAIError as exc:
+        raise ModelError(_("The model request failed: %(error)s") % {"error": exc}) from exc
 
 
 def request_options(body: dict[str, Any]) -> openai.RequestOptions:

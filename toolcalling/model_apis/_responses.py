@@ -20,7 +20,7 @@ from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _reading as read
 from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, Usage, invalid
-from ._chat_completions import request_options, status_error
+from ._chat_completions import request_options, sdk_errors
 
 if TYPE_CHECKING:
     from ..hooks import ModelRequest
@@ -55,19 +55,11 @@ class Responses(ModelAPI):
         body.update(store=False, include=["reasoning.encrypted_content"])
         body.update(options_for_responses({**toolcalling_settings.MODEL_OPTIONS, **request.options}))
         options = request_options(body)
-        try:
+        with sdk_errors():
             if on_delta is not None:
                 return self._stream(body, options, on_delta)
             response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
             return reply_from_response(read.parse_json(response.content), request.model)
-        except openai.APIStatusError as exc:
-            raise status_error(exc) from exc
-        except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
-            raise ModelError(_("The model endpoint did not answer in time.")) from exc
-        except (openai.APIConnectionError, httpx2.TransportError) as exc:
-            raise ModelError(_("Could not reach the model endpoint: %(error)s") % {"error": exc}) from exc
-        except openai.OpenAIError as exc:
-            raise ModelError(_("The model request failed: %(error)s") % {"error": exc}) from exc
 
     def _stream(self, body: dict[str, Any], options: openai.RequestOptions, on_delta: DeltaCallback) -> ModelReply:
         """Stream an answer; a server that answers with one JSON response instead is read as such."""
