@@ -119,3 +119,22 @@ def ops(api: APIClient, model_api: str) -> dict:
     response = api.post("/api/toolcalling/conversations/", {"assistant": OPS[model_api]}, format="json")
     assert response.status_code == 201, response.content
     return response.json()
+
+
+@contextmanager
+def approved_runs_on(queue: str) -> Iterator[None]:
+    """Approved runs go to ``queue``, which only the test's own worker consumes; continuations stay on the
+    session worker's queue."""
+
+    def reroute() -> None:
+        # The app reads task_routes into a router once; build both again from the current setting.
+        celery_app.amqp.flush_routes()
+        celery_app.amqp.router = celery_app.amqp.Router()
+
+    celery_app.conf.task_routes = {"toolcalling.run_approved_tool_call": {"queue": queue}}
+    reroute()
+    try:
+        yield
+    finally:
+        celery_app.conf.task_routes = None
+        reroute()

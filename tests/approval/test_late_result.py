@@ -7,10 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.approval.conftest import running_worker
+from tests.approval.conftest import approved_runs_on, running_worker
 from tests.approval.test_worker import final_answer, post
 from tests.approvalapp.models import Counter
-from tests.celery_app import app as celery_app
 from tests.services import wait_until
 from toolcalling import approval
 from toolcalling.conf import toolcalling_settings
@@ -21,20 +20,8 @@ QUEUE = "approval-runs-that-overrun"
 
 @pytest.fixture
 def overrun_queue():
-    """Approved runs go to a queue only the test's own worker consumes; continuations stay on the session's."""
-    celery_app.conf.task_routes = {"toolcalling.run_approved_tool_call": {"queue": QUEUE}}
-    reroute()
-    try:
+    with approved_runs_on(QUEUE):
         yield QUEUE
-    finally:
-        celery_app.conf.task_routes = None
-        reroute()
-
-
-def reroute():
-    """The app reads task_routes into a router once; build both again from the current setting."""
-    celery_app.amqp.flush_routes()
-    celery_app.amqp.router = celery_app.amqp.Router()
 
 
 def test_a_result_after_the_sweep_failed_the_call_never_overwrites_it(

@@ -8,10 +8,9 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
-from tests.approval.conftest import start_worker
+from tests.approval.conftest import approved_runs_on, start_worker
 from tests.approval.test_worker import final_answer, post
 from tests.approvalapp.models import Counter
-from tests.celery_app import app as celery_app
 from tests.services import wait_for_worker, wait_until
 from toolcalling import approval
 from toolcalling.conf import toolcalling_settings
@@ -22,20 +21,8 @@ QUEUE = "approval-runs-that-die"
 
 @pytest.fixture
 def dying_queue():
-    """Approved runs go to a queue only the test's own worker consumes; continuations stay on the session's."""
-    celery_app.conf.task_routes = {"toolcalling.run_approved_tool_call": {"queue": QUEUE}}
-    reroute()
-    try:
+    with approved_runs_on(QUEUE):
         yield QUEUE
-    finally:
-        celery_app.conf.task_routes = None
-        reroute()
-
-
-def reroute():
-    """The app reads task_routes into a router once; build both again from the current setting."""
-    celery_app.amqp.flush_routes()
-    celery_app.amqp.router = celery_app.amqp.Router()
 
 
 def test_a_worker_killed_mid_run_leaves_the_call_failed_and_never_runs_it_again(
