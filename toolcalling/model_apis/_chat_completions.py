@@ -190,14 +190,8 @@ class StreamAssembler:
 
     def feed_lines(self, lines: Iterable[str]) -> None:
         """Read server-sent events: ``data:`` lines carry chunks, ``[DONE]`` ends; other fields are skipped."""
-        for line in lines:
-            if not line.startswith("data:"):
-                continue
-            payload = line[5:].strip()
-            if payload == "[DONE]":
-                break
-            if payload:
-                self.feed(read.parse_json(payload))
+        for data in read.event_data(lines):
+            self.feed(data)
 
     def finish(self) -> ModelReply:
         if not self.chunks:

@@ -4,6 +4,7 @@ a malformed answer becomes a ``ModelError`` (``invalid``) before anything of it 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ._base import invalid
@@ -15,6 +16,18 @@ def parse_json(raw: bytes | str) -> Any:
     except (ValueError, RecursionError):
         preview = raw[:60] if isinstance(raw, str) else raw[:60].decode("utf-8", "replace")
         raise invalid(f"the body is not JSON ({preview!r})")
+
+
+def event_data(lines: Iterable[str]) -> Iterator[Any]:
+    """The parsed JSON of a server-sent event stream's ``data:`` lines, until ``[DONE]``; other fields are skipped."""
+    for line in lines:
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            return
+        if payload:
+            yield parse_json(payload)
 
 
 def arguments(value: Any) -> str:
