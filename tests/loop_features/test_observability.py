@@ -15,11 +15,14 @@ from toolcalling.models import ToolCall
 
 @pytest.fixture(scope="session")
 def span_exporter():
-    # The global provider can be set once per process; every test clears the exporter instead.
+    # The global provider can be set once per process (a second session in it, as a mutation run makes, finds
+    # the first one's), so the exporter joins the provider in place; every test clears the exporter.
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    trace.set_tracer_provider(provider)
     return exporter
 
 
