@@ -7,6 +7,7 @@ import pytest
 
 from tests.approvalapp.models import Counter
 from toolcalling import Assistant, ToolContext, tool
+from toolcalling.exceptions import ToolExecutionError
 from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.toolkit import assistants, tools
 
@@ -69,4 +70,14 @@ def test_the_same_rule_still_gates_and_passes_calls_it_can_judge(api, ledger, mo
     small, large = ToolCall.objects.filter(conversation_id=ledger["id"]).order_by("index")
     assert (small.status, large.status) == ("succeeded", "awaiting_approval")
     assert Counter.objects.get(name="transfer-EUR").value == 5  # only the small one ran
+    model.assert_done()
+
+
+@pytest.mark.toolcalling(TOOL_ERRORS="raise")
+def test_under_raise_the_rules_own_error_is_the_cause_of_the_turns(alice, ledger, model):
+    model.call("transfer", {"currency": "XYZ", "amount": 5})
+    with pytest.raises(ToolExecutionError, match="KeyError") as raised:
+        Assistant.get("ledger-rule-test").run(alice, "move 5 XYZ", Conversation.objects.get(pk=ledger["id"]))
+    assert isinstance(raised.value.__cause__, KeyError)  # the site's own traceback, for its error reports
+    assert not Counter.objects.filter(name="transfer-XYZ").exists()
     model.assert_done()
