@@ -9,6 +9,7 @@ from typing import Any
 from django.test.utils import override_settings
 from pydantic_evals.reporting import EvaluationReport
 
+from ..exceptions import ImproperlyDefined
 from ._cases import EvalInputs, Transcript
 from ._datasets import EvalDataset
 from ._outcomes import RunSummary, summarise
@@ -29,6 +30,9 @@ def evaluate(
 
     ``model`` and ``api`` replace those of every assistant the cases name while it runs. Mail the site sends
     meanwhile (e.g. staff told of a waiting call) stays in memory: the calls it is about are rolled back."""
+    unnamed = [str(case.name) for case in dataset.cases if not (case.inputs.assistant or assistant_id)]
+    if unnamed:
+        raise ImproperlyDefined(f"The cases {', '.join(unnamed)} name no assistant: give one in each or --assistant.")
     with ExitStack() as stack:
         stack.enter_context(override_settings(EMAIL_BACKEND="django.core.mail.backends.locmem.EmailBackend"))
         if model is not None or api is not None:
