@@ -8,6 +8,10 @@ import textwrap
 import pytest
 from django.core.management import call_command
 
+# The fixture a site gets from the pytest11 entry point, named here too so the suite does not depend on how the
+# package was installed.
+from toolcalling.testing.pytest_plugin import toolcalling_replay  # noqa: F401
+
 
 @pytest.fixture
 def shop(transactional_db):
