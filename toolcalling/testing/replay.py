@@ -30,7 +30,8 @@ def _arguments(text: Any) -> Any:
 
 def tool_shape(tool: Mapping[str, Any]) -> dict[str, Any]:
     """A tool definition of either API as ``{"name", "description", "parameters"}``."""
-    function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+    nested = tool.get("function")
+    function: Mapping[str, Any] = nested if isinstance(nested, Mapping) else tool  # Responses: one level up
     return {
         "name": function.get("name"),
         "description": function.get("description") or "",
