@@ -1,7 +1,7 @@
 """Evals: run a dataset of cases (pydantic-evals) through an assistant's real loop and tools, each case rolled back.
 
 Needs the ``[evals]`` extra (pydantic-evals). Names are imported on first use, so ``toolcalling.evals.cases``
-(which the admin's "add to dataset" uses) works without it."""
+(which the admin's "add to dataset" uses) and the replay recorder work without it."""
 
 from __future__ import annotations
 
