@@ -1,13 +1,11 @@
 """The admin of evals in Chromium: stored runs, the page comparing two runs, and "add to dataset" on a
 conversation writing a case that then passes as an eval."""
 
-from concurrent.futures import ThreadPoolExecutor
 from io import StringIO
 
 import yaml
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.db import connections
 from playwright.sync_api import expect
 
 from tests.browser.helpers import log_in
@@ -28,25 +26,11 @@ cases:
 """
 
 
-def beside_the_browser(function, *args):
-    """Run ``function`` on another thread: Playwright's event loop runs in the test's, and pydantic-evals
-    starts one of its own."""
-
-    def run():
-        try:
-            return function(*args)
-        finally:
-            connections.close_all()  # that thread's own
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(run).result()
-
-
 def eval_run(tmp_path, expected):
     path = tmp_path / f"{expected}.yaml"
     path.write_text(CASES % expected)
     try:
-        beside_the_browser(lambda: call_command("toolcalling_eval", str(path), stdout=StringIO()))
+        call_command("toolcalling_eval", str(path), stdout=StringIO())
     except SystemExit:
         pass  # a failing case; the run is stored all the same
     return EvalRun.objects.latest("id")
@@ -96,5 +80,5 @@ def test_add_to_dataset_writes_a_case_that_passes(live_server, browser, shop, tm
             "messages": ["Please cancel my order 20251120-0007"],
             "decisions": {"cancel_order": "wait"},
         }
-        _, summary = beside_the_browser(evaluate, load_dataset(str(target)))
+        _, summary = evaluate(load_dataset(str(target)))
         assert summary.all_passed, summary.outcomes

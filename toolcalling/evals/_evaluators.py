@@ -27,20 +27,26 @@ def is_subset(expected: Any, actual: Any) -> bool:
 
 
 def _matches(expected: Mapping[str, Any], call: ObservedCall) -> bool:
-    return call.name == expected.get("name") and is_subset(expected.get("arguments") or {}, call.arguments)
+    status = expected.get("status")
+    return (
+        call.name == expected.get("name")
+        and is_subset(expected.get("arguments") or {}, call.arguments)
+        and (status is None or status == call.status)
+    )
 
 
 def _describe(call: Mapping[str, Any] | ObservedCall) -> str:
     if isinstance(call, ObservedCall):
-        return f"{call.name}({json.dumps(call.arguments, sort_keys=True)})"
-    return f"{call.get('name')}({json.dumps(call.get('arguments') or {}, sort_keys=True)})"
+        return f"{call.name}({json.dumps(call.arguments, sort_keys=True)}) {call.status}"
+    status = f" {call['status']}" if call.get("status") else ""
+    return f"{call.get('name')}({json.dumps(call.get('arguments') or {}, sort_keys=True)}){status}"
 
 
 @dataclass
 class ToolCalls(Evaluator[EvalInputs, Transcript, Any]):
     """The model called these tools: each item a ``{"name": ..., "arguments": {...}}`` whose arguments are a
-    subset of the call's. ``order``: ``in_order`` (a subsequence of the calls made) or ``any_order``;
-    ``only``: no other calls were made."""
+    subset of the call's, with an optional ``"status"`` the call ended in (``succeeded``, ``failed``, ...).
+    ``order``: ``in_order`` (a subsequence of the calls made) or ``any_order``; ``only``: no other calls."""
 
     calls: list[dict[str, Any]] = field(default_factory=list)
     order: Literal["in_order", "any_order"] = "in_order"

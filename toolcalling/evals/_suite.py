@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from functools import partial
 from typing import Any
@@ -39,7 +40,8 @@ def evaluate(
             named = {case.inputs.assistant or assistant_id for case in dataset.cases}
             for chosen in sorted(n for n in named if n):
                 stack.enter_context(assistant_overrides(chosen, model=model, api=api))
-        report = dataset.evaluate_sync(
+        run = partial(
+            dataset.evaluate_sync,
             partial(run_case, assistant_id=assistant_id),
             name=dataset.name or "eval",
             task_name="toolcalling",
@@ -47,4 +49,8 @@ def evaluate(
             progress=progress,
             repeat=repeat,
         )
+        # pydantic-evals runs an event loop of its own, which it cannot do in a thread whose loop is running
+        # (a notebook, Playwright's sync API in a test): it gets a thread of its own.
+        with ThreadPoolExecutor(1, thread_name_prefix="toolcalling-eval") as pool:
+            report = pool.submit(run).result()
     return report, summarise(report)
