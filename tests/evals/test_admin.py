@@ -82,3 +82,24 @@ def test_add_to_dataset_writes_a_case_that_passes(live_server, browser, shop, tm
         }
         _, summary = evaluate(load_dataset(str(target)))
         assert summary.all_passed, summary.outcomes
+
+
+def test_add_to_dataset_downloads_the_cases_without_a_dataset_file(shop, client):
+    alice = get_user_model().objects.get(username="alice")
+    with override_toolcalling(OFFLINE_MODEL=True):
+        conversation = Assistant.get("shop").run(alice, "Where is my order 20250719-0032?").conversation
+    client.force_login(get_user_model().objects.get(username="admin"))
+    response = client.post(
+        "/admin/toolcalling/conversation/", {"action": "add_to_dataset", "_selected_action": [conversation.pk]}
+    )
+    assert response["Content-Disposition"] == 'attachment; filename="cases.yaml"'
+    [case] = yaml.safe_load(response.content)["cases"]
+    assert case["name"] == f"conversation-{conversation.pk}"
+    assert case["evaluators"] == [
+        {
+            "ToolCalls": {
+                "calls": [{"name": "get_order_status", "arguments": {"order_no": "20250719-0032"}}],
+                "only": True,
+            }
+        }  # fmt: skip
+    ]

@@ -103,7 +103,7 @@ def compare(before: EvalRun, after: EvalRun) -> list[dict[str, Any]]:
     return rows
 
 
-@admin.action(description=gettext_lazy("Add to the eval dataset"), permissions=["view"])
+@admin.action(description=gettext_lazy("Add to the eval dataset"), permissions=["change"])
 def add_to_dataset(
     modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Conversation]
 ) -> HttpResponse | None:
