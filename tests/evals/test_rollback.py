@@ -85,3 +85,15 @@ def test_a_dataset_built_in_python_with_several_turns(shop):
         ToolCalls(calls=[{"name": "get_order_status"}, {"name": "list_my_orders"}], order="any_order"),
     ]
     assert evaluate(dataset)[1].all_passed
+
+
+@override_toolcalling(OFFLINE_MODEL=True)
+def test_a_user_from_the_cases_fixtures_is_rolled_back_with_it(shop, tmp_path):
+    fixture = tmp_path / "carol.json"
+    fixture.write_text(
+        '[{"model": "auth.user", "pk": 990, "fields": {"username": "carol", "password": "!", "is_active": true}}]'
+    )
+    transcript = run_case(EvalInputs(assistant="shop", user="carol", message="List my orders", fixtures=[str(fixture)]))
+    [call] = transcript.tool_calls
+    assert (call.name, call.status, call.result) == ("list_my_orders", ToolCall.Status.SUCCEEDED, "[]")
+    assert not get_user_model().objects.filter(username="carol").exists()

@@ -17,7 +17,9 @@ class EvalInputs(BaseModel):
     assistant: str | None = None
     """The assistant's id; ``None``: the command's ``--assistant``."""
     user: str
-    """The username the turn runs as (the user must exist, e.g. from the site's fixtures or demo data)."""
+    """The username the turns run as: an existing user, or one the case's ``fixtures`` load."""
+    fixtures: list[str] = Field(default_factory=list)
+    """Django fixtures (``loaddata`` names or paths) loaded inside the case's transaction, so rolled back too."""
     messages: list[str] = Field(default_factory=list)
     """The user's messages, one turn each, in one conversation."""
     message: str | None = None

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.db import connections, transaction
 
 from .. import approval
@@ -52,6 +53,8 @@ def run_case(inputs: EvalInputs, *, assistant_id: str | None = None) -> Transcri
 
 
 def _run_turns(inputs: EvalInputs, assistant: Assistant, db: str) -> Transcript:
+    if inputs.fixtures:
+        call_command("loaddata", *inputs.fixtures, database=db, verbosity=0)
     user = _user(inputs.user)
     conversation: Conversation | None = None
     output = None
