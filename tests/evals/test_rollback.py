@@ -5,9 +5,10 @@ from django.contrib.auth import get_user_model
 from pydantic_evals import Case, Dataset
 
 from demo_site.shop.models import Order, Product
-from toolcalling.evals import AnswerContains, EvalInputs, ToolCalls, Transcript, evaluate, run_case
+from toolcalling.evals import AnswerContains, EvalInputs, Succeeded, ToolCalls, Transcript, evaluate, run_case
 from toolcalling.models import Conversation, Message, ToolCall
-from toolcalling.testutils import override_toolcalling
+from toolcalling.testing import ScriptedModel
+from toolcalling.testutils import override_model, override_toolcalling
 
 CANCEL = "Please cancel my order 20251120-0007"
 
@@ -97,3 +98,15 @@ def test_a_user_from_the_cases_fixtures_is_rolled_back_with_it(shop, tmp_path):
     [call] = transcript.tool_calls
     assert (call.name, call.status, call.result) == ("list_my_orders", ToolCall.Status.SUCCEEDED, "[]")
     assert not get_user_model().objects.filter(username="carol").exists()
+
+
+def test_a_failed_turn_is_the_transcripts_error(shop):
+    with override_model(ScriptedModel()) as model:
+        model.error(500, "The model is down.")
+        transcript = run_case(EvalInputs(assistant="shop", user="alice", message="List my orders"))
+    assert transcript.status == Conversation.Status.FAILED
+    assert "The model is down." in transcript.error
+    assert transcript.tool_calls == [] and transcript.reply == ""
+    assert not Conversation.objects.exists()
+    failed = Succeeded().evaluate(type("Context", (), {"output": transcript})())
+    assert (failed.value, failed.reason) == (False, transcript.error)

@@ -56,6 +56,7 @@ def _run_turns(inputs: EvalInputs, assistant: Assistant, db: str) -> Transcript:
     if inputs.fixtures:
         call_command("loaddata", *inputs.fixtures, database=db, verbosity=0)
     user = _user(inputs.user)
+    existing = set(Conversation.objects.filter(user=user).values_list("pk", flat=True))
     conversation: Conversation | None = None
     output = None
     error = ""
@@ -64,7 +65,9 @@ def _run_turns(inputs: EvalInputs, assistant: Assistant, db: str) -> Transcript:
             result = assistant.run(user, content, conversation)
         except TurnError as exc:
             error = str(exc)
-            conversation = conversation or Conversation.objects.filter(user=user).order_by("-created_at").first()
+            if conversation is None:  # the first turn failed: the conversation it made is the user's new one
+                made = Conversation.objects.filter(user=user, assistant_id=str(assistant.id)).exclude(pk__in=existing)
+                conversation = made.order_by("-created_at").first()
             break
         conversation = result.conversation
         output = result.output
