@@ -7,8 +7,10 @@ from xml.etree import ElementTree
 import pytest
 from django.core.management import call_command
 
+from toolcalling import Assistant
 from toolcalling.models import EvalCaseResult, EvalRun
-from toolcalling.testutils import override_toolcalling
+from toolcalling.testing import ScriptedModel
+from toolcalling.testutils import override_model, override_toolcalling
 
 DATASET = """
     name: shop
@@ -100,3 +102,21 @@ def test_the_assistant_option_serves_cases_that_name_none(shop, dataset_file):
 def test_a_report_must_be_json_html_or_xml(shop, dataset_file):
     with pytest.raises(Exception, match="not 'r.txt'"):
         run(dataset_file(DATASET), "--report", "r.txt")
+
+
+def test_model_and_api_options_replace_the_assistants_own_for_the_run(shop, dataset_file):
+    path = dataset_file(
+        """
+        cases:
+          - name: hello
+            inputs: {assistant: shop, user: alice, message: Hello}
+            evaluators: [{AnswerContains: Hi}]
+        """
+    )
+    with override_model(ScriptedModel()) as model:
+        model.reply("Hi Alice.")
+        assert run(path, "--model", "other-model", "--api", "responses", "--no-store")[0] == 0
+        model.assert_done()
+    assert model.requests[0]["model"] == "other-model" and "input" in model.requests[0]  # the Responses API
+    shop_assistant = Assistant.get("shop")
+    assert (shop_assistant.get_model(), shop_assistant.get_api()) == ("test-model", "chat_completions")
