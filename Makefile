@@ -3,7 +3,7 @@
 VENV ?= .venv
 PY = $(VENV)/bin/python
 
-.PHONY: setup system-packages demo test lint mutation
+.PHONY: setup system-packages demo eval test lint mutation
 
 # Reinstall only when the requirements or the package metadata change.
 $(VENV)/.installed: requirements/dev.txt requirements/base.txt pyproject.toml
@@ -30,6 +30,14 @@ demo: setup
 	else \
 		exec $(PY) manage.py runserver $${HOST:-127.0.0.1}:$${PORT:-8000}; \
 	fi
+
+# The demo shop's eval dataset with the offline model (no key, no network), whatever the environment says;
+# each case is rolled back, so the demo data stays as it is. Reports go to var/ (HTML and JUnit XML).
+eval: setup
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py demo_setup
+	env -u OPENAI_API_KEY -u OPENAI_BASE_URL $(PY) manage.py toolcalling_eval demo_site/shop/evals/shop.yaml \
+		--assistant shop --report var/eval-report.html --report var/eval-report.xml
 
 system-packages:
 	bash scripts/system-packages.sh

@@ -48,6 +48,8 @@ DEFAULTS: dict[str, Any] = {
     "OUTPUT_MODE": "json_schema",
     # Observability.
     "LOG_PAYLOADS": False,  # put tool arguments and results in logs and spans
+    # Evals: a YAML dataset file the admin's "add to dataset" appends cases to; None: the action downloads them.
+    "EVAL_DATASET": None,
     # Events (streaming, background turns).
     "EVENTS_REDIS_URL": None,  # None: env REDIS_URL; unset: events stay in this process
     "EVENTS_MAX_LEN": 2000,  # events kept per conversation for readers that resume

@@ -359,3 +359,68 @@ class UsageCounter(models.Model):
             "period": self.get_period_display(),
             "start": f"{self.period_start:%Y-%m-%d %H:%M}",
         }
+
+
+class EvalRun(models.Model):
+    """One run of ``manage.py toolcalling_eval``: its dataset, model and pass rate; its cases are rows of
+    ``EvalCaseResult``. The cases' own conversations were rolled back; these rows are what is left of them."""
+
+    id = models.BigAutoField(primary_key=True)
+    name = models.CharField(max_length=200, verbose_name=_("name"), help_text=_("The dataset's name."))
+    dataset = models.CharField(
+        max_length=500, blank=True, verbose_name=_("dataset"), help_text=_("The file or dotted path it was read from.")
+    )
+    assistant_id = models.CharField(
+        max_length=100, blank=True, verbose_name=_("assistant"), help_text=_("The --assistant given, if any.")
+    )
+    model = models.CharField(
+        max_length=200, blank=True, verbose_name=_("model"), help_text=_("The --model given, if any.")
+    )
+    cases = models.PositiveIntegerField(default=0, verbose_name=_("case runs"))
+    passed = models.PositiveIntegerField(default=0, verbose_name=_("passed"))
+    pass_rate = models.FloatField(default=0.0, verbose_name=_("pass rate"))
+    tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens"))
+    cost = models.DecimalField(
+        max_digits=14, decimal_places=6, null=True, blank=True, verbose_name=_("cost"),
+        help_text=_("The cases' cost, when the site prices its model."),
+    )  # fmt: skip
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+
+    class Meta:
+        verbose_name = _("eval run")
+        verbose_name_plural = _("eval runs")
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return _("%(name)s #%(id)s: %(passed)s/%(cases)s passed") % {
+            "name": self.name,
+            "id": self.pk,
+            "passed": self.passed,
+            "cases": self.cases,
+        }
+
+
+class EvalCaseResult(models.Model):
+    """One case run of an eval run: passed or not, its score, the tools it called and why it failed."""
+
+    id = models.BigAutoField(primary_key=True)
+    run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="results", verbose_name=_("eval run"))
+    name = models.CharField(max_length=300, verbose_name=_("name"), help_text=_("The case run, e.g. 'status [2/3]'."))
+    case = models.CharField(max_length=300, verbose_name=_("case"))
+    passed = models.BooleanField(default=False, verbose_name=_("passed"))
+    score = models.FloatField(default=0.0, verbose_name=_("score"))
+    tool_calls = models.JSONField(default=list, blank=True, verbose_name=_("tool calls"))
+    tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens"))
+    cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True, verbose_name=_("cost"))
+    seconds = models.FloatField(default=0.0, verbose_name=_("seconds"))
+    failures = models.JSONField(default=list, blank=True, verbose_name=_("failures"))
+    reply = models.TextField(blank=True, verbose_name=_("answer"))
+
+    class Meta:
+        verbose_name = _("eval case result")
+        verbose_name_plural = _("eval case results")
+        ordering = ["run", "id"]
+        indexes = [models.Index(fields=["run", "case"], name="toolcalling_evalcase_idx")]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,15 +1,22 @@
-"""The admin: conversations with their messages and calls, the tool call list staff decide on, and usage."""
+"""The admin: conversations with their messages and calls, the tool call list staff decide on, usage, and
+eval runs."""
 
 from ._actions import approve_selected, reject_selected
 from ._conversations import ConversationAdmin, MessageAdmin
+from ._evals import EvalRunAdmin, add_to_dataset
 from ._tool_calls import ToolCallAdmin
 from ._usage import UsageCounterAdmin
 
+# "Add to dataset" joins the conversations' actions here, so the conversation admin need not know evals.
+ConversationAdmin.actions = [add_to_dataset]  # type: ignore[misc]  # the stubs declare it per instance
+
 __all__ = [
     "ConversationAdmin",
+    "EvalRunAdmin",
     "MessageAdmin",
     "ToolCallAdmin",
     "UsageCounterAdmin",
+    "add_to_dataset",
     "approve_selected",
     "reject_selected",
 ]

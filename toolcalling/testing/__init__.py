@@ -1,5 +1,5 @@
-"""Test doubles for OpenAI-compatible models: scripted replies, a local server (Chat Completions and Responses)
-and an in-process transport."""
+"""Test doubles for OpenAI-compatible models: scripted replies, replays of recorded conversations, a local server
+(Chat Completions and Responses) and an in-process transport."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 import httpx2
 
 from .backend import ChatBackend, Responder
+from .replay import ReplayModel
 from .rules import validate_chat_request
 from .rules_responses import validate_responses_request
 from .scripted import RejectedRequest, Reply, ScriptedModel, ToolCall, Usage, estimate_usage
@@ -17,6 +18,7 @@ __all__ = [
     "ChatBackend",
     "OpenAICompatibleServer",
     "RejectedRequest",
+    "ReplayModel",
     "Reply",
     "Responder",
     "ScriptedModel",

@@ -1,0 +1,70 @@
+"""Evals: run a dataset of cases (pydantic-evals) through an assistant's real loop and tools, each case rolled back.
+
+Needs the ``[evals]`` extra (pydantic-evals). Names are imported on first use, so ``toolcalling.evals.cases``
+(which the admin's "add to dataset" uses) and the replay recorder work without it."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._cases import EvalInputs, ObservedCall, Transcript
+    from ._datasets import EvalDataset, load_dataset, save_dataset
+    from ._evaluators import AnswerContains, AnswerMatches, AnswerSchema, Limits, Succeeded, ToolCalls
+    from ._judge import AnswerJudge, site_judge_model
+    from ._outcomes import CaseOutcome, RunSummary, summarise
+    from ._running import assistant_overrides, run_case
+    from ._suite import evaluate
+
+_WHERE = {
+    "EvalInputs": "_cases",
+    "ObservedCall": "_cases",
+    "Transcript": "_cases",
+    "EvalDataset": "_datasets",
+    "load_dataset": "_datasets",
+    "save_dataset": "_datasets",
+    "AnswerContains": "_evaluators",
+    "AnswerMatches": "_evaluators",
+    "AnswerSchema": "_evaluators",
+    "Limits": "_evaluators",
+    "Succeeded": "_evaluators",
+    "ToolCalls": "_evaluators",
+    "AnswerJudge": "_judge",
+    "site_judge_model": "_judge",
+    "CaseOutcome": "_outcomes",
+    "RunSummary": "_outcomes",
+    "summarise": "_outcomes",
+    "assistant_overrides": "_running",
+    "run_case": "_running",
+    "evaluate": "_suite",
+}
+
+__all__ = [
+    "AnswerContains",
+    "AnswerJudge",
+    "AnswerMatches",
+    "AnswerSchema",
+    "CaseOutcome",
+    "EvalDataset",
+    "EvalInputs",
+    "Limits",
+    "ObservedCall",
+    "RunSummary",
+    "Succeeded",
+    "ToolCalls",
+    "Transcript",
+    "assistant_overrides",
+    "evaluate",
+    "load_dataset",
+    "run_case",
+    "save_dataset",
+    "site_judge_model",
+    "summarise",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)

@@ -1,0 +1,45 @@
+"""Storing an eval run and its case results, so the admin can show and compare runs."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db import transaction
+
+from ..engine import write_db
+from ..models import EvalCaseResult, EvalRun
+from ._outcomes import RunSummary
+
+
+def store_run(summary: RunSummary, *, dataset: str = "", assistant_id: str = "", model: str = "") -> EvalRun:
+    """Save ``summary`` as an ``EvalRun`` with one ``EvalCaseResult`` per case run."""
+    costs = [Decimal(o.cost) for o in summary.outcomes if o.cost is not None]
+    with transaction.atomic(using=write_db()):
+        run = EvalRun.objects.create(
+            name=summary.name[:200],
+            dataset=dataset[:500],
+            assistant_id=assistant_id[:100],
+            model=model[:200],
+            cases=len(summary.outcomes),
+            passed=summary.passed,
+            pass_rate=summary.pass_rate,
+            tokens=sum(o.tokens for o in summary.outcomes),
+            cost=sum(costs) if costs else None,
+        )
+        EvalCaseResult.objects.bulk_create(
+            EvalCaseResult(
+                run=run,
+                name=o.name[:300],
+                case=o.case[:300],
+                passed=o.passed,
+                score=o.score,
+                tool_calls=o.tool_calls,
+                tokens=o.tokens,
+                cost=None if o.cost is None else Decimal(o.cost),
+                seconds=o.seconds,
+                failures=o.failures,
+                reply=o.reply,
+            )
+            for o in summary.outcomes
+        )
+    return run
