@@ -182,3 +182,19 @@ def test_an_error_reply_has_the_apis_error_shape(model, client):
     assert caught.value.status_code == 529
     assert caught.value.body["type"] == "error"  # type: ignore[index]
     assert caught.value.body["error"] == {"type": "overloaded_error", "message": "Overloaded"}  # type: ignore[index]
+
+
+def test_the_offline_model_answers_the_anthropic_api_too():
+    from toolcalling.contrib.offline import anthropic_client
+
+    offline = anthropic_client()
+    order = {"name": "get_order_status", "description": "Look up the shipping status of an order.",
+             "input_schema": {"type": "object", "properties": {"order_no": {"type": "string",
+             "description": "Order number, e.g. 20250719-0032"}}}}  # fmt: skip
+    question = {"role": "user", "content": "Where is my order 20250719-0032?"}
+    first = offline.messages.create(model="offline", max_tokens=1024, messages=[question], tools=[WEATHER, order])
+    [call] = first.content
+    assert (call.type, call.name, call.input) == ("tool_use", "get_order_status", {"order_no": "20250719-0032"})
+    messages = [question, {"role": "assistant", "content": replay(first)}, answer(call.id, '{"status": "shipped"}')]
+    second = offline.messages.create(model="offline", max_tokens=1024, messages=messages, tools=[WEATHER, order])
+    assert "shipped" in second.content[0].text
