@@ -65,7 +65,7 @@ class OfflineModel:
     def _offered_functions(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         if body.get("tool_choice") == "none":
             return []
-        functions = []
+        functions: list[Mapping[str, Any]] = []
         for tool in body.get("tools") or []:
             if isinstance(tool, Mapping) and "input_schema" in tool:  # an Anthropic tool: its schema by another name
                 functions.append({**tool, "parameters": tool["input_schema"]})
