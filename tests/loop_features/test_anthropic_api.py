@@ -180,3 +180,19 @@ def test_without_the_sdk_the_api_is_improperly_configured_naming_the_extra(model
     with pytest.raises(ImproperlyConfigured, match=r"pip install django-toolcalling\[anthropic\]"):
         get_model_api()
     assert get_model_api(Assistant.get("lf_responses")).features.name == "responses"  # the others still work
+
+
+@ANTHROPIC
+def test_a_redacted_thinking_block_is_stored_and_sent_back_first_as_it_came(strict_model, alice):
+    redacted = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"}
+    use = {"type": "tool_use", "id": "toolu_01", "name": "add", "input": {"a": 1, "b": 2}}
+    message = {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+               "content": [redacted, use], "stop_reason": "tool_use",
+               "usage": {"input_tokens": 9, "output_tokens": 5}}  # fmt: skip
+    strict_model.raw(json.dumps(message))
+    strict_model.reply("3")
+    result = Assistant.get("helper").run(alice, "1 + 2?")
+    assert result.messages[1].reasoning == [redacted]
+    sent = next(m for m in strict_model.requests[-1]["messages"] if m["role"] == "assistant")
+    assert sent["content"] == [redacted, use]
+    assert result.reply == "3"

@@ -8,7 +8,7 @@ Anthropic's is imported only when named, so its SDK (the ``[anthropic]`` extra) 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import openai
 from django.core.exceptions import ImproperlyConfigured
@@ -20,6 +20,8 @@ from ._chat_completions import ChatCompletions
 from ._responses import Responses, needs_responses
 
 if TYPE_CHECKING:
+    import anthropic
+
     from ..toolkit import AssistantLike
 
 # The implementation of each API name ``TOOLCALLING["API"]`` and ``Assistant.api`` may give, by dotted path
@@ -93,7 +95,7 @@ def build_openai_client() -> openai.OpenAI:
     )
 
 
-def build_anthropic_client() -> Any:
+def build_anthropic_client() -> anthropic.Anthropic:
     """The ``anthropic.Anthropic`` client settings describe: ``API_KEY`` (else env ``ANTHROPIC_API_KEY``),
     ``BASE_URL`` (else env ``ANTHROPIC_BASE_URL``, else Anthropic's; a trailing ``/v1`` is dropped, as the SDK
     adds it), ``TIMEOUT`` and ``MAX_RETRIES``. ``CLIENT_FACTORY`` builds the openai client only. The offline
