@@ -55,9 +55,10 @@ def main() -> None:
     base_url = sys.argv[sys.argv.index("--base-url") + 1]
     call_command("migrate", verbosity=0)
     user, _ = get_user_model().objects.get_or_create(username="bench")
-    # --api responses: the Responses API with a reasoning model, so reasoning items are stored and sent back.
+    # --api responses: the Responses API with a reasoning model, so reasoning items are stored and sent back;
+    # --api anthropic: the Messages API (the SDK adds /v1 to the base URL, the app drops it from BASE_URL).
     api = sys.argv[sys.argv.index("--api") + 1] if "--api" in sys.argv else "chat_completions"
-    model = "gpt-5-mini" if api == "responses" else "m"
+    model = {"responses": "gpt-5-mini", "anthropic": "claude-sonnet-4-5"}.get(api, "m")
     toolcalling = {**settings.TOOLCALLING, "BASE_URL": base_url, "API_KEY": "x", "MAX_RETRIES": 0, "MODEL": model,
                    "API": api}  # fmt: skip
     with override_settings(TOOLCALLING=toolcalling):

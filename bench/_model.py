@@ -41,6 +41,9 @@ ADD = {
 }
 # The same tool as a Responses function tool (``strict`` said outright: the Responses API makes it true otherwise).
 ADD_RESPONSES = {"type": "function", **ADD["function"], "strict": False}
+# The same tool as an Anthropic tool.
+ADD_ANTHROPIC = {"name": "add", "description": ADD["function"]["description"],
+                 "input_schema": ADD["function"]["parameters"]}  # fmt: skip
 QUESTION = "Add 2+3 and 4+5."
 ANSWER = "5 and 9."
 

@@ -1,6 +1,7 @@
 """A stored tool-calling turn against a hand-written loop over the bare ``openai`` SDK, and against peers.
 
-Run: ``.venv/bin/python bench/loop_overhead.py [--turns 20] [--rounds 7] [--postgres] [--peers] [--api responses]``.
+Run: ``.venv/bin/python bench/loop_overhead.py [--turns 20] [--rounds 7] [--postgres] [--peers]
+[--api responses|anthropic]``.
 
 Every side talks to the same strict local server (in a process of its own) with the real ``openai`` SDK,
 offers the same one tool, and makes the same three requests per turn: the model asks for a call of ``add``,
@@ -17,7 +18,9 @@ loop on the same database. Lower is better; 1.00 is level.
 With ``--api responses`` the app and the baseline speak the Responses API, statelessly, with a reasoning model:
 the baseline is a hand-written ``client.responses.create`` loop that sends its output items (reasoning included)
 back as input, beside the same loop through ``client.post`` (the persisting loop and the peers speak Chat
-Completions only, so they are left out).
+Completions only, so they are left out). With ``--api anthropic`` they speak Anthropic's Messages API through
+the ``anthropic`` SDK: ``client.messages.create`` sending its content blocks back, and the same loop through
+``client.post``.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ django.setup()
 import httpx2  # noqa: E402
 import openai  # noqa: E402
 
-from bench._model import ADD, ADD_RESPONSES, ANSWER, QUESTION, model_server  # noqa: E402
+from bench._model import ADD, ADD_ANTHROPIC, ADD_RESPONSES, ANSWER, QUESTION, model_server  # noqa: E402
 from bench._postgres import postgres  # noqa: E402
 from bench._sides import app_side, close_sides, peer_sides  # noqa: E402
 
@@ -131,20 +134,74 @@ def bare_responses_post(base_url: str, turns: int) -> list[float]:
     return times
 
 
+def bare_anthropic(base_url: str, turns: int) -> list[float]:
+    """The hand-written Messages loop: content blocks go back as the assistant message, results as the next user
+    message, nothing stored."""
+    import anthropic
+
+    client = anthropic.Anthropic(base_url=base_url.removesuffix("/v1"), api_key="x", max_retries=0)
+    history: list[dict] = []
+    times = []
+    for _ in range(turns):
+        started = time.perf_counter()
+        history.append({"role": "user", "content": QUESTION})
+        while True:
+            message = client.messages.create(model="claude-sonnet-4-5", max_tokens=4096, system="You add numbers.",
+                                             messages=history, tools=[ADD_ANTHROPIC])  # type: ignore[arg-type]  # fmt: skip
+            history.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in message.content]})
+            calls = [block for block in message.content if block.type == "tool_use"]
+            if not calls:
+                break
+            results = [{"type": "tool_result", "tool_use_id": c.id, "content": str(c.input["a"] + c.input["b"])}  # type: ignore[union-attr]
+                       for c in calls]  # fmt: skip
+            history.append({"role": "user", "content": results})
+        assert message.content[0].text == ANSWER  # type: ignore[union-attr]
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def bare_anthropic_post(base_url: str, turns: int) -> list[float]:
+    """The same Messages loop through the SDK's plain ``client.post("/v1/messages")`` and the JSON it answers, as
+    the app sends it."""
+    import anthropic
+
+    client = anthropic.Anthropic(base_url=base_url.removesuffix("/v1"), api_key="x", max_retries=0)
+    history: list[dict] = []
+    times = []
+    for _ in range(turns):
+        started = time.perf_counter()
+        history.append({"role": "user", "content": QUESTION})
+        while True:
+            body = {"model": "claude-sonnet-4-5", "max_tokens": 4096, "system": "You add numbers.",
+                    "messages": history, "tools": [ADD_ANTHROPIC]}  # fmt: skip
+            content = json.loads(client.post("/v1/messages", body=body, cast_to=httpx2.Response).content)["content"]
+            history.append({"role": "assistant", "content": content})
+            calls = [block for block in content if block["type"] == "tool_use"]
+            if not calls:
+                break
+            results = [{"type": "tool_result", "tool_use_id": c["id"],
+                        "content": str(c["input"]["a"] + c["input"]["b"])} for c in calls]  # fmt: skip
+            history.append({"role": "user", "content": results})
+        assert content[0]["text"] == ANSWER
+        times.append(time.perf_counter() - started)
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--postgres", action="store_true", help="also the app on a private PostgreSQL cluster")
     parser.add_argument("--peers", action="store_true", help="also pydantic-ai and openai-agents")
-    parser.add_argument("--api", choices=["chat_completions", "responses"], default="chat_completions")
+    parser.add_argument("--api", choices=["chat_completions", "responses", "anthropic"], default="chat_completions")
     options = parser.parse_args()
 
     databases = {"SQLite": "sqlite", **({"PostgreSQL": "postgresql"} if options.postgres else {})}
     chat = options.api == "chat_completions"
-    sides: dict[str, Side] = {"bare SDK loop": bare_sdk if chat else bare_responses}
+    bare = {"chat_completions": bare_sdk, "responses": bare_responses, "anthropic": bare_anthropic}
+    sides: dict[str, Side] = {"bare SDK loop": bare[options.api]}
     if not chat:
-        sides["bare loop, client.post"] = bare_responses_post
+        sides["bare loop, client.post"] = bare_responses_post if options.api == "responses" else bare_anthropic_post
     for label, database in databases.items():
         sides[f"toolcalling, {label}"] = app_side(database, api=options.api)
         if chat:

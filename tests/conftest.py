@@ -16,8 +16,14 @@ from toolcalling.testing import ScriptedModel
 from toolcalling.testutils import override_model
 
 # The model APIs a test marked ``each_api`` runs on, with the model each is asked for: on the Responses API
-# one of OpenAI's reasoning models, so the strict server's reasoning rules apply.
-APIS = {"chat_completions": {}, "responses": {"MODEL": "gpt-5-mini"}}
+# one of OpenAI's reasoning models, so the strict server's reasoning rules apply; on Anthropic's a model with
+# extended thinking on, so its thinking blocks must come back with every tool-use continuation.
+ANTHROPIC_THINKING = {"thinking": {"type": "enabled", "budget_tokens": 1024}}
+APIS = {
+    "chat_completions": {},
+    "responses": {"MODEL": "gpt-5-mini"},
+    "anthropic": {"MODEL": "claude-sonnet-4-5", "MODEL_OPTIONS": ANTHROPIC_THINKING},
+}
 
 
 def pytest_configure(config):

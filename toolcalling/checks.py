@@ -56,11 +56,11 @@ def check_assistants(app_configs: Any = None, **kwargs: Any) -> list[checks.Chec
 
 @checks.register("toolcalling")
 def check_model_apis(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """A model API that does not exist yet, and OpenAI reasoning models with tools on Chat Completions (which
-    refuses them: every turn that offers a tool would fail)."""
+    """A model API whose SDK is not installed (every turn on it would fail), and OpenAI reasoning models with
+    tools on Chat Completions (which refuses them: every turn that offers a tool would fail)."""
     from .conf import toolcalling_settings as s
     from .exceptions import NotRegistered
-    from .model_apis import IMPLEMENTATIONS, needs_responses
+    from .model_apis import load_model_api, needs_responses
     from .toolkit import assistants
 
     try:
@@ -68,24 +68,30 @@ def check_model_apis(app_configs: Any = None, **kwargs: Any) -> list[checks.Chec
     except ImproperlyConfigured:
         return []  # reported by check_settings
     messages: list[checks.CheckMessage] = []
-    choices = " or ".join(f'"{name}"' for name in IMPLEMENTATIONS)
-    if site_api not in IMPLEMENTATIONS:
+    unloadable: dict[str, str] = {}
+    for name in {site_api, *(getattr(a, "api", None) or site_api for a in assistants.all())}:
+        try:
+            load_model_api(name)
+        except ImproperlyConfigured as exc:
+            unloadable[name] = str(exc)
+    if site_api in unloadable:
         messages.append(
             checks.Error(
-                _('TOOLCALLING["API"] is %(api)r, which is not available yet.') % {"api": site_api},
-                hint=_('Set TOOLCALLING["API"] to %(choices)s.') % {"choices": choices},
+                _('TOOLCALLING["API"] is %(api)r, which cannot be used: %(error)s')
+                % {"api": site_api, "error": unloadable[site_api]},
+                hint=_("Install the package it names, or choose another API."),
                 id="toolcalling.E006",
             )
         )
     for assistant_cls in assistants.all():
         assistant = assistant_cls()
         api = assistant.get_api()
-        if getattr(assistant_cls, "api", None) is not None and api not in IMPLEMENTATIONS:
+        if getattr(assistant_cls, "api", None) is not None and api in unloadable:
             messages.append(
                 checks.Error(
-                    _("Assistant %(assistant)s uses the model API %(api)r, which is not available yet.")
-                    % {"assistant": repr(assistant_cls.id), "api": api},
-                    hint=_("Set its api to %(choices)s, or to None for the setting.") % {"choices": choices},
+                    _("Assistant %(assistant)s uses the model API %(api)r, which cannot be used: %(error)s")
+                    % {"assistant": repr(assistant_cls.id), "api": api, "error": unloadable[api]},
+                    hint=_("Install the package it names, or set its api to another API or to None for the setting."),
                     obj=assistant_cls,
                     id="toolcalling.E006",
                 )

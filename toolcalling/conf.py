@@ -14,11 +14,11 @@ from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 DEFAULTS: dict[str, Any] = {
-    # Model endpoint (any OpenAI-compatible Chat Completions server, or OpenAI's Responses API).
+    # Model endpoint (any OpenAI-compatible Chat Completions server, OpenAI's Responses API, Anthropic's Messages).
     "MODEL": "gpt-4o-mini",
-    "API": "chat_completions",  # "chat_completions", "responses" (OpenAI's, stateless); "anthropic" is reserved
-    "API_KEY": None,  # None: env OPENAI_API_KEY
-    "BASE_URL": None,  # None: env OPENAI_BASE_URL, else OpenAI
+    "API": "chat_completions",  # "chat_completions", "responses" (OpenAI's, stateless), "anthropic" (its Messages)
+    "API_KEY": None,  # None: env OPENAI_API_KEY (on "anthropic": ANTHROPIC_API_KEY)
+    "BASE_URL": None,  # None: env OPENAI_BASE_URL, else OpenAI (on "anthropic": ANTHROPIC_BASE_URL, else Anthropic)
     "TIMEOUT": 60.0,
     "MAX_RETRIES": 2,
     "OFFLINE_MODEL": False,  # True: the built-in offline demo model (toolcalling.contrib.offline), no network
@@ -59,7 +59,7 @@ DEFAULTS: dict[str, Any] = {
     "EVENTS_IDLE_TIMEOUT": 120.0,  # seconds without an event before GET .../events/ closes
 }
 
-# The model APIs ``API`` and ``Assistant.api`` may name; "anthropic" is reserved (not available yet).
+# The model APIs ``API`` and ``Assistant.api`` may name; "anthropic" needs the ``[anthropic]`` extra.
 API_CHOICES = ("chat_completions", "responses", "anthropic")
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -73,6 +73,7 @@ IMPORT_STRINGS = ("HOOKS",)
 
 # What OFFLINE_MODEL = True selects: the demo model lives outside the engine and is found by this path.
 OFFLINE_CLIENT_FACTORY = "toolcalling.contrib.offline.client"
+OFFLINE_ANTHROPIC_CLIENT_FACTORY = "toolcalling.contrib.offline.anthropic_client"
 
 T = TypeVar("T")
 

@@ -110,12 +110,13 @@ def approver_api(approver: Any) -> APIClient:
 
 
 # The ops assistant of each model API (tests marked ``each_api`` run on each).
-OPS = {"chat_completions": "ops", "responses": "ops_responses"}
+OPS = {"chat_completions": "ops", "responses": "ops_responses", "anthropic": "ops_anthropic"}
 
 
 @pytest.fixture
 def ops(api: APIClient, model_api: str) -> dict:
-    """A conversation of alice's with the ``ops`` assistant (on the Responses API: ``ops_responses``)."""
+    """A conversation of alice's with the ``ops`` assistant (on the Responses API ``ops_responses``, on
+    Anthropic's ``ops_anthropic``)."""
     response = api.post("/api/toolcalling/conversations/", {"assistant": OPS[model_api]}, format="json")
     assert response.status_code == 201, response.content
     return response.json()

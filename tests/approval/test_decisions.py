@@ -184,6 +184,25 @@ def test_approve_runs_the_call_as_the_requester_and_the_model_answers(
     model.assert_done()
 
 
+@pytest.mark.parametrize("model_api", ["anthropic"])
+def test_after_an_approval_the_answer_goes_back_with_its_thinking_block_unchanged(
+    api, ops, waiting, approver_api, model, django_capture_on_commit_callbacks
+):
+    # The continuation is a later request (another process, maybe): the thinking block comes from the database.
+    asked = Message.objects.get(conversation_id=ops["id"], role="assistant")
+    assert [item["type"] for item in asked.reasoning] == ["thinking"] and asked.reasoning[0]["signature"]
+    model.reply("Done.")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = approver_api.post(f"/api/toolcalling/tool-calls/{waiting.pk}/approve/", {}, format="json")
+    assert response.status_code == 200, response.content
+    continuation = model.last_request
+    answer = next(m for m in continuation["messages"] if m["role"] == "assistant")
+    assert answer["content"][0] == asked.reasoning[0]
+    assert [b["type"] for b in answer["content"]] == ["thinking", "tool_use"]
+    assert continuation["messages"][-1]["content"][0]["tool_use_id"] == waiting.call_id
+    model.assert_done()  # the strict server refused nothing
+
+
 @pytest.mark.each_api
 def test_reject_tells_the_model_the_reason_and_the_conversation_goes_on(
     api, ops, waiting, approver, approver_api, model, django_capture_on_commit_callbacks

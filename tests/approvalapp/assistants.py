@@ -23,6 +23,15 @@ class OpsResponsesAssistant(OpsAssistant):
     model = "gpt-5-mini"
 
 
+class OpsAnthropicAssistant(OpsAssistant):
+    """The ops assistant on Anthropic's Messages API with extended thinking on, for the tests that run on each API."""
+
+    id = "ops_anthropic"
+    api = "anthropic"
+    model = "claude-sonnet-4-5"
+    model_options = {"thinking": {"type": "enabled", "budget_tokens": 1024}}
+
+
 class ClerkAssistant(Assistant):
     """Only for users with a permission, so a test can take the assistant away while a call waits."""
 

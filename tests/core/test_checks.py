@@ -16,6 +16,8 @@ SITE = textwrap.dedent(
     from django.conf import settings
 
     options = json.loads(sys.argv[1])
+    for name in options["missing"]:  # a package the site did not install
+        sys.modules[name] = None
     settings.configure(
         INSTALLED_APPS=["django.contrib.auth", "django.contrib.contenttypes", "rest_framework", "toolcalling",
                         *options["apps"]],
@@ -39,9 +41,11 @@ SITE = textwrap.dedent(
 GATED = ["tests.testapp"]  # has delete_everything, which requires approval
 
 
-def checks_of(*, apps=GATED, celery_app=True, toolcalling=None, database=None, **settings) -> dict[str, dict[str, str]]:
+def checks_of(
+    *, apps=GATED, celery_app=True, toolcalling=None, database=None, missing=(), **settings
+) -> dict[str, dict[str, str]]:
     options = {"apps": apps, "celery_app": celery_app, "toolcalling": toolcalling or {}, "database": database or {},
-               "settings": settings}  # fmt: skip
+               "settings": settings, "missing": list(missing)}  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DJANGO_SETTINGS_MODULE")}
     result = subprocess.run(
         [sys.executable, "-c", SITE, json.dumps(options)], cwd=ROOT, env=env, capture_output=True, text=True
@@ -128,10 +132,17 @@ def test_a_reasoning_model_on_the_responses_api_or_without_tools_needs_nothing()
     assert checks_of(toolcalling={"MODEL": "gpt-4.1"}, **EAGER) == {}
 
 
-def test_the_reserved_anthropic_api_is_an_error_naming_the_choices():
-    found = checks_of(toolcalling={"API": "anthropic"}, **EAGER)
+def test_the_anthropic_api_needs_nothing_when_its_sdk_is_installed():
+    assert checks_of(toolcalling={"API": "anthropic", "MODEL": "claude-sonnet-4-5"}, **EAGER) == {}
+
+
+def test_the_anthropic_api_without_its_sdk_is_an_error_naming_the_extra():
+    found = checks_of(toolcalling={"API": "anthropic"}, missing=["anthropic"], **EAGER)
     assert set(found) == {"toolcalling.E006"}
-    assert found["toolcalling.E006"]["hint"] == 'Set TOOLCALLING["API"] to "chat_completions" or "responses".'
+    assert "'anthropic' package, which is not installed" in found["toolcalling.E006"]["msg"]
+    assert "pip install django-toolcalling[anthropic]" in found["toolcalling.E006"]["msg"]
+    assert found["toolcalling.E006"]["hint"] == "Install the package it names, or choose another API."
+    assert checks_of(missing=["anthropic"], **EAGER) == {}  # a site that does not use it needs no SDK
 
 
 def test_an_unknown_api_is_a_settings_error():

@@ -125,3 +125,22 @@ class ResponsesAssistant(Assistant):
     api = "responses"
     model = "gpt-5-mini"
     model_options = {"reasoning": {"effort": "low"}}
+
+
+class AnthropicAssistant(Assistant):
+    """Speaks Anthropic's Messages API whatever TOOLCALLING["API"] says, with extended thinking on."""
+
+    id = "lf_anthropic"
+    instructions = "You help with sums."
+    tools = BASE_TOOLS
+    api = "anthropic"
+    model = "claude-sonnet-4-5"
+    model_options = {"thinking": {"type": "enabled", "budget_tokens": 1024}, "max_tokens": 2048}
+
+
+class AnthropicStructuredAssistant(StructuredAssistant):
+    """Structured output on Anthropic's Messages API (``output_config.format``)."""
+
+    id = "lf_anthropic_structured"
+    api = "anthropic"
+    model = "claude-sonnet-4-5"

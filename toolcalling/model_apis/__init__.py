@@ -1,27 +1,39 @@
-"""Model APIs: the one interface the loop speaks to (``ModelAPI``), with Chat Completions and Responses.
+"""Model APIs: the one interface the loop speaks to (``ModelAPI``), with Chat Completions, Responses and Anthropic.
 
 ``get_model_api()`` gives an assistant's (or the site's), built from ``TOOLCALLING`` once per API name (and
 again when the setting changes); the name picks the implementation, as ``ENGINE`` picks a database backend.
+Anthropic's is imported only when named, so its SDK (the ``[anthropic]`` extra) is needed only then.
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 import openai
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
-from ..conf import OFFLINE_CLIENT_FACTORY, toolcalling_settings
+from ..conf import OFFLINE_ANTHROPIC_CLIENT_FACTORY, OFFLINE_CLIENT_FACTORY, toolcalling_settings
 from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, Usage
 from ._chat_completions import ChatCompletions
 from ._responses import Responses, needs_responses
 
 if TYPE_CHECKING:
+    import anthropic
+
     from ..toolkit import AssistantLike
 
-# The implementation of each API name ``TOOLCALLING["API"]`` and ``Assistant.api`` may give.
-IMPLEMENTATIONS: dict[str, type[ModelAPI]] = {"chat_completions": ChatCompletions, "responses": Responses}
+# The implementation of each API name ``TOOLCALLING["API"]`` and ``Assistant.api`` may give, by dotted path
+# (imported when first used: Anthropic's needs its optional SDK), and the function that builds its client.
+IMPLEMENTATIONS: dict[str, str] = {
+    "chat_completions": "toolcalling.model_apis._chat_completions.ChatCompletions",
+    "responses": "toolcalling.model_apis._responses.Responses",
+    "anthropic": "toolcalling.model_apis._anthropic.Anthropic",
+}
+
+# What a site installs for an API whose SDK is not part of the app's own requirements.
+EXTRAS = {"anthropic": ("anthropic", "django-toolcalling[anthropic]")}
 
 __all__ = [
     "REASONING_KEY",
@@ -33,8 +45,10 @@ __all__ = [
     "RequestedCall",
     "Responses",
     "Usage",
+    "build_anthropic_client",
     "build_openai_client",
     "get_model_api",
+    "load_model_api",
     "needs_responses",
 ]
 
@@ -43,13 +57,30 @@ def get_model_api(assistant: AssistantLike | None = None) -> ModelAPI:
     """The model API ``assistant`` speaks (``Assistant.api``; without one, ``TOOLCALLING["API"]``), built from
     ``TOOLCALLING`` once per API (and again when the setting changes)."""
     name = assistant.get_api() if assistant is not None else toolcalling_settings.API
-    implementation = IMPLEMENTATIONS.get(name)
-    if implementation is None:
+    implementation = load_model_api(name)
+    build = build_anthropic_client if name == "anthropic" else build_openai_client
+    return toolcalling_settings.derived(f"model_api:{name}", lambda: implementation(build()))
+
+
+def load_model_api(name: str) -> type[ModelAPI]:
+    """The ``ModelAPI`` class of an API name; ``ImproperlyConfigured`` when the name is unknown or the API's SDK
+    is not installed (naming the extra that installs it)."""
+    path = IMPLEMENTATIONS.get(name)
+    if path is None:
         raise ImproperlyConfigured(
-            f"The model API {name!r} is not available yet; set TOOLCALLING['API'] (or the assistant's api) "
+            f"Unknown model API {name!r}; set TOOLCALLING['API'] (or the assistant's api) "
             f"to one of {', '.join(map(repr, IMPLEMENTATIONS))}."
         )
-    return toolcalling_settings.derived(f"model_api:{name}", lambda: implementation(build_openai_client()))
+    try:
+        implementation: type[ModelAPI] = import_string(path)
+    except ImportError as exc:
+        module, extra = EXTRAS.get(name, (None, None))
+        if module is None or exc.name != module:
+            raise
+        raise ImproperlyConfigured(
+            f"The model API {name!r} needs the {module!r} package, which is not installed: pip install {extra}"
+        ) from exc
+    return implementation
 
 
 def build_openai_client() -> openai.OpenAI:
@@ -62,3 +93,20 @@ def build_openai_client() -> openai.OpenAI:
     return openai.OpenAI(
         api_key=s.API_KEY or "not-set", base_url=s.BASE_URL, timeout=s.TIMEOUT, max_retries=s.MAX_RETRIES
     )
+
+
+def build_anthropic_client() -> anthropic.Anthropic:
+    """The ``anthropic.Anthropic`` client settings describe: ``API_KEY`` (else env ``ANTHROPIC_API_KEY``),
+    ``BASE_URL`` (else env ``ANTHROPIC_BASE_URL``, else Anthropic's; a trailing ``/v1`` is dropped, as the SDK
+    adds it), ``TIMEOUT`` and ``MAX_RETRIES``. ``CLIENT_FACTORY`` builds the openai client only. The offline
+    model answers this API too."""
+    import anthropic
+
+    s = toolcalling_settings
+    if s.OFFLINE_MODEL and not s.CLIENT_FACTORY:
+        return import_string(OFFLINE_ANTHROPIC_CLIENT_FACTORY)()
+    api_key = s.user_settings.get("API_KEY") or os.environ.get("ANTHROPIC_API_KEY") or "not-set"
+    base_url = s.user_settings.get("BASE_URL") or os.environ.get("ANTHROPIC_BASE_URL") or None
+    if base_url:
+        base_url = base_url.rstrip("/").removesuffix("/v1")
+    return anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=s.TIMEOUT, max_retries=s.MAX_RETRIES)

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import openai
 from django.utils.translation import gettext as _
 
 from ..exceptions import ModelError
@@ -62,7 +61,9 @@ class ModelReply:
     finish_reason: str | None = None
     reasoning: list[dict[str, Any]] = field(default_factory=list)
     """Opaque provider items that came with the answer and must be sent back with it, in order (the Responses
-    API's reasoning items with their encrypted content); stored with the answer, empty on Chat Completions."""
+    API's reasoning items with their encrypted content, Anthropic's thinking blocks with their signatures);
+    stored with the answer, empty on Chat Completions. Each API sends back only the item types it issues, so a
+    conversation that changes API keeps working."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,8 +88,10 @@ class ModelAPI(abc.ABC):
     """
 
     features: ClassVar[Features]
+    client: Any
+    """The SDK client requests go through (each API's class names its type)."""
 
-    def __init__(self, client: openai.OpenAI) -> None:
+    def __init__(self, client: Any) -> None:
         self.client = client
 
     @abc.abstractmethod

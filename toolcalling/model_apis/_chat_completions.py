@@ -32,6 +32,7 @@ class ChatCompletions(ModelAPI):
     """Sends one Chat Completions request and returns a validated ``ModelReply``; errors become ``ModelError``."""
 
     features = Features(name="chat_completions")
+    client: openai.OpenAI
 
     def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
         body: dict[str, Any] = {

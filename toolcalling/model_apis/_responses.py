@@ -43,6 +43,7 @@ class Responses(ModelAPI):
     """Sends one Responses request and returns a validated ``ModelReply``; errors become ``ModelError``."""
 
     features = Features(name="responses", reasoning_items=True)
+    client: openai.OpenAI
 
     def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
         instructions, items = to_input(request.messages)
@@ -96,7 +97,8 @@ def to_input(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str,
             items.append({"type": "function_call_output", "call_id": message.get("tool_call_id", ""),
                           "output": _output_text(message.get("content"))})  # fmt: skip
         elif role == "assistant":
-            items.extend(message.get(REASONING_KEY) or ())
+            # Only this API's own reasoning items: a conversation that began on another API keeps its items.
+            items.extend(item for item in message.get(REASONING_KEY) or () if item.get("type") == "reasoning")
             content = message.get("content")
             if content:
                 items.append({"type": "message", "role": "assistant", "content": _output_text(content)})

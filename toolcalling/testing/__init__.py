@@ -1,5 +1,5 @@
-"""Test doubles for OpenAI-compatible models: scripted replies, replays of recorded conversations, a local server
-(Chat Completions and Responses) and an in-process transport."""
+"""Test doubles for tool-calling models: scripted replies, replays of recorded conversations, a local server
+(Chat Completions, Responses and Anthropic Messages) and an in-process transport."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import httpx2
 from .backend import ChatBackend, Responder
 from .replay import ReplayModel
 from .rules import validate_chat_request
+from .rules_anthropic import validate_messages_request
 from .rules_responses import validate_responses_request
 from .scripted import RejectedRequest, Reply, ScriptedModel, ToolCall, Usage, estimate_usage
 from .server import OpenAICompatibleServer
@@ -27,6 +28,7 @@ __all__ = [
     "estimate_usage",
     "mock_transport",
     "validate_chat_request",
+    "validate_messages_request",
     "validate_responses_request",
 ]
 

@@ -1,7 +1,9 @@
-"""Transport-independent handler that answers OpenAI Chat Completions and Responses requests from a responder.
+"""Transport-independent handler that answers OpenAI Chat Completions and Responses requests, and Anthropic
+Messages requests, from a responder.
 
 One backend is one provider: it remembers the prompts it saw (so a repeated prefix is reported as cached
-tokens) and the reasoning items it issued (so a replay without them is refused, as the real API does).
+tokens) and the reasoning items and thinking blocks it issued (so a replay without them is refused, as the
+real APIs do).
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
+from . import anthropic_shape
 from .responses_shape import output_items, response_events, response_object
 from .rules import validate_chat_request
+from .rules_anthropic import IssuedThinking, thinking_enabled, validate_messages_request
 from .rules_responses import Issued, is_reasoning_model, validate_responses_request
 from .scripted import Reply, estimate_usage, prompt_text
 
@@ -30,6 +34,7 @@ BAD_JSON_MESSAGE = (
     "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your "
     "HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"
 )
+NO_ANTHROPIC_KEY_MESSAGE = "x-api-key header is required"
 NO_KEY_MESSAGE = (
     "You didn't provide an API key. You need to provide your API key in an Authorization header using "
     "Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
@@ -83,6 +88,10 @@ def _error(status: int, message: str, kind: str = "invalid_request_error", code:
     return status, dict(JSON_HEADERS), _dumps(body)
 
 
+def _anthropic_error(status: int, message: str, kind: str = "", code: str | None = None) -> HandlerResult:
+    return status, dict(JSON_HEADERS), _dumps(anthropic_shape.error_body(status, message))
+
+
 class Answered(Exception):  # noqa: N818 - it carries an answer, it is not an error
     """A request answered before it reached the reply's shaping (refused, an error reply, a raw body)."""
 
@@ -92,13 +101,16 @@ class Answered(Exception):  # noqa: N818 - it carries an answer, it is not an er
 
 
 class ChatBackend:
-    """Serves ``/v1/chat/completions``, ``/v1/responses`` and ``/v1/models`` the way the OpenAI API does."""
+    """Serves ``/v1/chat/completions``, ``/v1/responses`` and ``/v1/models`` the way the OpenAI API does, and
+    ``/v1/messages`` the way Anthropic's does."""
 
     def __init__(self, responder: Responder, *, model_name: str | None = None, require_auth: bool = True) -> None:
         self.responder = responder
         self.model_name = model_name or getattr(responder, "model_name", None) or "scripted-model"
         self.require_auth = require_auth
         self.issued = Issued()
+        self.thinking = IssuedThinking()
+        self.prompt_cache = anthropic_shape.PromptCache()
         self._prompts: deque[str] = deque(maxlen=PROMPTS_KEPT)
         self._lock = threading.Lock()
 
@@ -110,6 +122,11 @@ class ChatBackend:
             route = route[3:]
         method = method.upper()
 
+        if route == "/messages" and method == "POST":
+            # The API takes its key as x-api-key or (as this SDK sends it) a bearer token.
+            if self.require_auth and not (lowered.get("x-api-key", "").strip() or self._authorised(lowered)):
+                return _anthropic_error(401, NO_ANTHROPIC_KEY_MESSAGE)
+            return self._messages(body, lowered)
         if self.require_auth and not self._authorised(lowered):
             return _error(401, NO_KEY_MESSAGE)
         if route == "/chat/completions" and method == "POST":
@@ -130,28 +147,34 @@ class ChatBackend:
     def _model_entry(self) -> dict[str, Any]:
         return {"id": self.model_name, "object": "model", "created": 0, "owned_by": "toolcalling"}
 
-    def _ask(self, raw: bytes, validate: Callable[[Any], list[str]]) -> tuple[dict[str, Any], Reply]:
-        """Parse and validate a request body and ask the responder; ``Answered`` when the HTTP answer is known."""
+    def _ask(
+        self, raw: bytes, validate: Callable[[Any], list[str]], error: Callable[..., HandlerResult] = _error
+    ) -> tuple[dict[str, Any], Reply]:
+        """Parse and validate a request body and ask the responder; ``Answered`` when the HTTP answer is known.
+        ``error`` shapes the API's error answers."""
         try:
             body = json.loads(raw.decode("utf-8")) if raw else None
         except (UnicodeDecodeError, json.JSONDecodeError):
-            raise Answered(_error(400, BAD_JSON_MESSAGE))
+            raise Answered(error(400, BAD_JSON_MESSAGE))
         errors = validate(body)
         if errors:
             on_rejected: Callable[[Any, list[str]], None] | None = getattr(self.responder, "on_rejected", None)
             if on_rejected is not None:
                 on_rejected(body, errors)
-            raise Answered(_error(400, "; ".join(errors)))
+            raise Answered(error(400, "; ".join(errors)))
         assert isinstance(body, dict)  # guaranteed by validation; narrows the type
 
         try:
             reply = self.responder(body)
         except Exception as exc:  # a broken responder must fail the test loudly, not hang it
-            raise Answered(_error(500, f"Responder raised {type(exc).__name__}: {exc}", "server_error"))
+            raise Answered(error(500, f"Responder raised {type(exc).__name__}: {exc}", "server_error"))
         if reply.raw is not None:
             raise Answered((reply.status, dict(reply.headers), reply.raw))
         if reply.is_error:
-            raise Answered((reply.status, {**JSON_HEADERS, **reply.headers}, _dumps(reply.error_body())))
+            status, headers, payload = error(reply.status, reply.error_body()["error"]["message"])
+            if error is _error:
+                payload = _dumps(reply.error_body())
+            raise Answered((status, {**headers, **reply.headers}, payload))
         for call in reply.tool_calls:
             if call.id is None:
                 # Responders normally number their own calls; this only covers hand-built replies.
@@ -196,6 +219,46 @@ class ChatBackend:
         if body.get("stream") is True:
             return 200, {**SSE_HEADERS, **reply.headers}, response_events(response)
         return 200, {**JSON_HEADERS, **reply.headers}, _dumps(response)
+
+    def _messages(self, raw: bytes, headers: Mapping[str, str]) -> HandlerResult:
+        try:
+            body, reply = self._ask(raw, lambda body: validate_messages_request(body, self.thinking, headers),
+                                    _anthropic_error)  # fmt: skip
+        except Answered as answered:
+            return answered.result
+        thinking: dict[str, Any] | None = None
+        if thinking_enabled(body):
+            signature = f"Eq{uuid.uuid4().hex}{uuid.uuid4().hex}=="
+            text = f"The user asked something; thinking it over ({uuid.uuid4().hex[:8]})."
+            thinking = {"type": "thinking", "thinking": text, "signature": signature}
+            self.thinking.add(signature, text, [str(c.id) for c in reply.tool_calls])
+        counts = self.usage(body, reply)
+        if reply.usage is not None and reply.usage.cached_tokens is not None:
+            read, written = counts["cached"], 0
+        else:
+            read, written = self.prompt_cache.tokens(body)
+            # The parts never exceed the input as estimated (or as the reply gives it).
+            read = min(read, counts["input"])
+            written = min(written, counts["input"] - read)
+        given = reply.usage
+        if given is None or given.reasoning_tokens is None:  # a thinking request reasons, whatever the model
+            spent = REASONING_TOKENS if thinking is not None else 0
+            if given is None or given.completion_tokens is None:
+                counts["output"] += spent - counts["reasoning"]
+            counts["reasoning"] = spent
+        usage = {
+            "input_tokens": max(0, counts["input"] - read - written),
+            "cache_creation_input_tokens": written,
+            "cache_read_input_tokens": read,
+            "output_tokens": counts["output"],
+            "output_tokens_details": {"thinking_tokens": counts["reasoning"]},
+            "service_tier": "standard",
+        }
+        blocks = anthropic_shape.reply_blocks(reply, thinking=thinking)
+        message = anthropic_shape.message_object(body, reply, blocks, usage)
+        if body.get("stream") is True:
+            return 200, {**SSE_HEADERS, **reply.headers}, anthropic_shape.message_events(message)
+        return 200, {**JSON_HEADERS, **reply.headers}, _dumps(message)
 
     def _chat(self, raw: bytes) -> HandlerResult:
         try:

@@ -1,4 +1,5 @@
-"""A real local HTTP server speaking the OpenAI Chat Completions API, backed by a responder."""
+"""A real local HTTP server speaking OpenAI's Chat Completions and Responses APIs and Anthropic's Messages API,
+backed by a responder."""
 
 from __future__ import annotations
 
@@ -105,8 +106,8 @@ class _Server(ThreadingHTTPServer):
 class OpenAICompatibleServer:
     """Runs a ChatBackend on a local port in a daemon thread.
 
-    Use as ``with OpenAICompatibleServer(model) as server:`` and point the SDK at
-    ``server.base_url``.
+    Use as ``with OpenAICompatibleServer(model) as server:`` and point the openai SDK at
+    ``server.base_url`` (the anthropic SDK at ``server.url``: it adds ``/v1`` itself).
     """
 
     def __init__(

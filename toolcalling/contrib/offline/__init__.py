@@ -6,6 +6,8 @@ demo then runs through the real ``openai`` SDK with no network and no key. It is
 
 from __future__ import annotations
 
+from typing import Any
+
 import openai
 
 from ._model import (
@@ -20,6 +22,7 @@ __all__ = [
     "OFFLINE_BASE_URL",
     "OFFLINE_MODEL_NAME",
     "OfflineModel",
+    "anthropic_client",
     "client",
     "offline_async_http_client",
     "offline_http_client",
@@ -29,3 +32,12 @@ __all__ = [
 def client() -> openai.OpenAI:
     """The ``openai.OpenAI`` client whose requests the offline model answers in this process."""
     return openai.OpenAI(api_key="offline", base_url=OFFLINE_BASE_URL, http_client=offline_http_client(), max_retries=0)
+
+
+def anthropic_client() -> Any:
+    """The ``anthropic.Anthropic`` client whose requests the offline model answers in this process (for
+    ``API = "anthropic"``; the SDK is the optional ``[anthropic]`` extra)."""
+    import anthropic
+
+    base_url = OFFLINE_BASE_URL.removesuffix("/v1")  # the SDK adds /v1 itself
+    return anthropic.Anthropic(api_key="offline", base_url=base_url, http_client=offline_http_client(), max_retries=0)

@@ -35,7 +35,7 @@ class OfflineModel:
         return reply
 
     def _answer(self, body: dict[str, Any]) -> Reply:
-        messages: Sequence[Mapping[str, Any]] = chat_messages(body)  # a Chat Completions or a Responses request
+        messages: Sequence[Mapping[str, Any]] = chat_messages(body)  # a request of any of the three APIs
         functions = self._offered_functions(body)
         last = messages[-1] if messages else {}
         if last.get("role") == "tool":
@@ -65,8 +65,11 @@ class OfflineModel:
     def _offered_functions(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         if body.get("tool_choice") == "none":
             return []
-        functions = []
+        functions: list[Mapping[str, Any]] = []
         for tool in body.get("tools") or []:
+            if isinstance(tool, Mapping) and "input_schema" in tool:  # an Anthropic tool: its schema by another name
+                functions.append({**tool, "parameters": tool["input_schema"]})
+                continue
             if not isinstance(tool, Mapping) or tool.get("type") != "function":
                 continue
             if isinstance(tool.get("function"), Mapping):

@@ -1,0 +1,200 @@
+"""The strict server's ``/v1/messages``, driven through the real anthropic SDK's ``client.messages``: the shapes it
+answers in, and the real API's rules it refuses requests by (each with the API's own error text)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import pytest
+
+from toolcalling.testing import OpenAICompatibleServer, ScriptedModel
+
+MODEL = "claude-sonnet-4-5"
+WEATHER = {
+    "name": "get_weather",
+    "description": "Current weather for a city.",
+    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+THINKING: dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": 1024}, "max_tokens": 2048}
+ASK = {"role": "user", "content": "Weather in Paris?"}
+POINT = {"type": "ephemeral"}
+
+
+@pytest.fixture
+def model() -> ScriptedModel:
+    return ScriptedModel()
+
+
+@pytest.fixture
+def client(model: ScriptedModel) -> Iterator[anthropic.Anthropic]:
+    with OpenAICompatibleServer(model) as server:
+        yield anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0)
+
+
+def replay(message: Any) -> list[dict[str, Any]]:
+    """A message's content blocks as the next request's assistant content, as a client sends them back."""
+    return [block.model_dump(exclude_none=True) for block in message.content]
+
+
+def answer(call_id: str, text: str = '{"temp_c": 21}') -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}]}
+
+
+def refused(client: anthropic.Anthropic, **body: Any) -> str:
+    body.setdefault("model", MODEL)
+    body.setdefault("max_tokens", 1024)
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        client.messages.create(**body)
+    error = caught.value.body["error"]  # type: ignore[index]
+    assert error["type"] == "invalid_request_error"
+    return error["message"]
+
+
+def test_a_thinking_model_answers_with_a_signed_thinking_block_then_its_tool_use_and_takes_it_back(model, client):
+    model.call("get_weather", {"city": "Paris"})
+    model.reply("21°C.")
+    first = client.messages.create(model=MODEL, messages=[ASK], tools=[WEATHER], **THINKING)
+    assert [block.type for block in first.content] == ["thinking", "tool_use"]
+    thinking, call = first.content
+    assert thinking.signature and thinking.thinking
+    assert (call.name, call.input, call.id) == ("get_weather", {"city": "Paris"}, "call_1")
+    assert first.stop_reason == "tool_use"
+    assert first.usage.output_tokens_details.thinking_tokens > 0
+
+    second = client.messages.create(model=MODEL, messages=[ASK, {"role": "assistant", "content": replay(first)},
+                                                           answer(call.id)], tools=[WEATHER], **THINKING)  # fmt: skip
+    assert [block.type for block in second.content] == ["thinking", "text"]
+    assert second.content[1].text == "21°C." and second.stop_reason == "end_turn"
+    assert not model.rejected
+
+
+def test_a_tool_use_continuation_without_its_thinking_block_or_with_a_changed_one_is_refused(model, client):
+    model.call("get_weather", {"city": "Paris"})
+    first = client.messages.create(model=MODEL, messages=[ASK], tools=[WEATHER], **THINKING)
+    thinking, call = replay(first)
+    without = refused(client, messages=[ASK, {"role": "assistant", "content": [call]}, answer(call["id"])],
+                      tools=[WEATHER], **THINKING)  # fmt: skip
+    assert without.startswith(
+        "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`."
+    )
+    changed = {**thinking, "thinking": thinking["thinking"] + " (edited)"}
+    edited = refused(client, messages=[ASK, {"role": "assistant", "content": [changed, call]}, answer(call["id"])],
+                     tools=[WEATHER], **THINKING)  # fmt: skip
+    assert edited == "messages.1.content.0: Invalid `signature` in `thinking` block"
+    # Without thinking on, the same continuation needs no thinking block.
+    model.reply("21°C.")
+    plain = [ASK, {"role": "assistant", "content": [call]}, answer(call["id"])]
+    assert (
+        client.messages.create(model=MODEL, max_tokens=1024, messages=plain, tools=[WEATHER]).content[0].text == "21°C."
+    )
+
+
+def test_tool_results_must_answer_the_tool_uses_just_before_and_every_tool_use_is_answered(client):
+    use = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}
+    stray = refused(client, messages=[ASK, {"role": "assistant", "content": "Let me see."}, answer("toolu_1")])
+    assert stray.startswith("messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_1.")
+    unanswered = refused(client, messages=[ASK, {"role": "assistant", "content": [use]},
+                                           {"role": "user", "content": "Well?"}], tools=[WEATHER])  # fmt: skip
+    assert unanswered.startswith(
+        "messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1."
+    )
+    late = {"role": "user", "content": [{"type": "text", "text": "Here:"}, answer("toolu_1")["content"][0]]}
+    after_text = refused(client, messages=[ASK, {"role": "assistant", "content": [use]}, late], tools=[WEATHER])
+    assert "`tool_result` blocks must come before any other content" in after_text
+
+
+def test_roles_alternate_from_the_user_and_max_tokens_is_required(client):
+    two = refused(client, messages=[ASK, ASK])
+    assert (
+        two == 'messages: roles must alternate between "user" and "assistant", but found multiple "user" roles in a row'
+    )
+    first = refused(client, messages=[{"role": "assistant", "content": "Hi"}, ASK])
+    assert first.startswith('messages: first message must use the "user" role')
+    with OpenAICompatibleServer(ScriptedModel()) as server:
+        raw = anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0)
+        with pytest.raises(anthropic.BadRequestError) as caught:
+            raw.post("/v1/messages", body={"model": MODEL, "messages": [ASK]}, cast_to=dict)
+    assert caught.value.body["error"]["message"] == "max_tokens: Field required"  # type: ignore[index]
+
+
+def test_unknown_keys_are_refused_at_every_level(client):
+    assert refused(client, messages=[ASK], extra_body={"response_format": {}}) == (
+        "response_format: Extra inputs are not permitted"
+    )
+    tool = {**WEATHER, "parameters": {}}
+    assert "tools.0.parameters: Extra inputs are not permitted" in refused(client, messages=[ASK], tools=[tool])
+    block = {"role": "user", "content": [{"type": "text", "text": "Hi", "name": "x"}]}
+    assert refused(client, messages=[block]) == "messages.0.content.0.text.name: Extra inputs are not permitted"
+
+
+def test_thinking_refuses_a_forced_tool_and_a_budget_beyond_max_tokens(client):
+    forced = refused(client, messages=[ASK], tools=[WEATHER], tool_choice={"type": "any"}, **THINKING)
+    assert forced == "Thinking may not be enabled when tool_choice forces tool use."
+    budget = refused(client, messages=[ASK], max_tokens=1024, thinking={"type": "enabled", "budget_tokens": 1024})
+    assert budget == "`max_tokens` must be greater than `thinking.budget_tokens`."
+
+
+def test_a_repeated_prefix_marked_with_cache_control_is_read_from_the_cache(model, client):
+    system = [{"type": "text", "text": "You are a weather service. " * 20, "cache_control": POINT}]
+    tools = [{**WEATHER, "cache_control": POINT}]
+    model.reply("Sunny.")
+    model.reply("Still sunny.")
+    model.reply("Unmarked.")
+    first = client.messages.create(model=MODEL, max_tokens=1024, system=system, tools=tools, messages=[ASK])
+    assert first.usage.cache_read_input_tokens == 0 and first.usage.cache_creation_input_tokens > 0
+    again = [ASK, {"role": "assistant", "content": "Sunny."}, {"role": "user", "content": "And tomorrow?"}]
+    second = client.messages.create(model=MODEL, max_tokens=1024, system=system, tools=tools, messages=again)
+    assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
+    unmarked = [{"type": "text", "text": system[0]["text"]}]
+    third = client.messages.create(model=MODEL, max_tokens=1024, system=unmarked, tools=[WEATHER], messages=[ASK])
+    assert third.usage.cache_read_input_tokens == 0 and third.usage.cache_creation_input_tokens == 0
+
+
+def test_a_stream_sends_thinking_text_and_input_json_deltas_between_start_and_stop(model, client):
+    model.call("get_weather", {"city": "Paris"}, content="Checking.")
+    with client.messages.stream(model=MODEL, messages=[ASK], tools=[WEATHER], **THINKING) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_message()
+    assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
+    assert {"thinking", "signature", "text", "input_json"} <= set(kinds)
+    assert [block.type for block in final.content] == ["thinking", "text", "tool_use"]
+    assert final.content[2].input == {"city": "Paris"} and final.content[1].text == "Checking."
+    assert final.content[0].signature
+
+
+def test_structured_output_is_checked_as_output_config_format(model, client):
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    model.reply(json.dumps({"city": "Paris"}))
+    fine = client.messages.create(model=MODEL, max_tokens=1024, messages=[ASK],
+                                  output_config={"format": {"type": "json_schema", "schema": schema}})  # fmt: skip
+    assert json.loads(fine.content[0].text) == {"city": "Paris"}
+    wrong = refused(client, messages=[ASK], output_config={"format": {"type": "json_object"}})
+    assert wrong == "output_config.format.type: Input should be 'json_schema'"
+
+
+def test_an_error_reply_has_the_apis_error_shape(model, client):
+    model.error(529, "Overloaded")
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        client.messages.create(model=MODEL, max_tokens=1024, messages=[ASK])
+    assert caught.value.status_code == 529
+    assert caught.value.body["type"] == "error"  # type: ignore[index]
+    assert caught.value.body["error"] == {"type": "overloaded_error", "message": "Overloaded"}  # type: ignore[index]
+
+
+def test_the_offline_model_answers_the_anthropic_api_too():
+    from toolcalling.contrib.offline import anthropic_client
+
+    offline = anthropic_client()
+    order = {"name": "get_order_status", "description": "Look up the shipping status of an order.",
+             "input_schema": {"type": "object", "properties": {"order_no": {"type": "string",
+             "description": "Order number, e.g. 20250719-0032"}}}}  # fmt: skip
+    question = {"role": "user", "content": "Where is my order 20250719-0032?"}
+    first = offline.messages.create(model="offline", max_tokens=1024, messages=[question], tools=[WEATHER, order])
+    [call] = first.content
+    assert (call.type, call.name, call.input) == ("tool_use", "get_order_status", {"order_no": "20250719-0032"})
+    messages = [question, {"role": "assistant", "content": replay(first)}, answer(call.id, '{"status": "shipped"}')]
+    second = offline.messages.create(model="offline", max_tokens=1024, messages=messages, tools=[WEATHER, order])
+    assert "shipped" in second.content[0].text

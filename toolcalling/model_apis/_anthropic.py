@@ -1,0 +1,276 @@
+"""Anthropic's native Messages API, through the official ``anthropic`` SDK (the ``[anthropic]`` extra).
+
+The request is built from the turn's Chat Completions-shaped messages: the leading system message becomes
+``system``, tool calls ``tool_use`` blocks and tool messages ``tool_result`` blocks of the next user message
+(in order, ``is_error`` for a failed call). The thinking blocks an answer came with are stored with it
+(``ModelReply.reasoning``) and sent back first in its assistant message, as the API requires of a tool-use
+continuation. ``cache_control`` marks the stable prefix (the last tool, the system prompt) and the history so
+far, so the provider's prompt cache serves the next request. Answers are read from the JSON the endpoint sent
+(``_anthropic_reading``), as strictly as the other APIs'.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import anthropic
+import httpx2
+from django.utils.translation import gettext as _
+
+from ..conf import toolcalling_settings
+from ..exceptions import ModelError
+from . import _anthropic_reading as reading
+from . import _reading as read
+from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply
+
+if TYPE_CHECKING:
+    from ..hooks import ModelRequest
+
+PATH = "/v1/messages"
+
+# The API requires ``max_tokens``; ``model_options`` (or ``MODEL_OPTIONS``) may set another.
+DEFAULT_MAX_TOKENS = 4096
+
+# The blocks of an answer that must go back with it: extended thinking, plain or redacted.
+THINKING_TYPES = ("thinking", "redacted_thinking")
+
+# How the app marks a failed call's result for the model (engine/_calls.py): it goes back with ``is_error``.
+ERROR_PREFIX = "Error: "
+
+CACHE_POINT = {"type": "ephemeral"}
+
+# Chat Completions' tool_choice values in the Messages API's form.
+TOOL_CHOICES = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
+
+
+class Anthropic(ModelAPI):
+    """Sends one Messages request and returns a validated ``ModelReply``; errors become ``ModelError``."""
+
+    features = Features(name="anthropic", reasoning_items=True)
+    client: anthropic.Anthropic
+
+    def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
+        system, messages = to_messages(request.messages)
+        body: dict[str, Any] = {"model": request.model, "max_tokens": DEFAULT_MAX_TOKENS}
+        if system:
+            body["system"] = [{"type": "text", "text": system, "cache_control": CACHE_POINT}]
+        if request.tools:
+            tools = [anthropic_tool(tool) for tool in request.tools]
+            tools[-1] = {**tools[-1], "cache_control": CACHE_POINT}
+            body["tools"] = tools
+        body["messages"] = messages
+        body.update(options_for_messages({**toolcalling_settings.MODEL_OPTIONS, **request.options}))
+        options = request_options(body)
+        with sdk_errors():
+            if on_delta is not None:
+                return self._stream(body, options, on_delta)
+            response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
+            return reading.reply_from_message(read.parse_json(response.content), request.model)
+
+    def _stream(self, body: dict[str, Any], options: anthropic.RequestOptions, on_delta: DeltaCallback) -> ModelReply:
+        """Stream an answer; a server that answers with one JSON message instead is read as such."""
+        response = self.client.post(PATH, body={**body, "stream": True}, options=options, cast_to=httpx2.Response,
+                                    stream=True)  # fmt: skip
+        try:
+            if response.headers.get("content-type", "").startswith("application/json"):
+                reply = reading.reply_from_message(read.parse_json(response.read()), body["model"])
+                if reply.content:
+                    on_delta(reply.content)
+                return reply
+            assembler = reading.EventAssembler(body["model"], on_delta)
+            assembler.feed_lines(response.iter_lines())
+            return assembler.finish()
+        finally:
+            response.close()
+
+
+@contextmanager
+def sdk_errors() -> Iterator[None]:
+    """The ``anthropic`` SDK's errors around one request, as ``ModelError`` (as ``sdk_errors`` does for openai's)."""
+    try:
+        yield
+    except anthropic.APIStatusError as exc:
+        message = reading.error_message(exc.body) or exc.message
+        text = _("The model endpoint answered %(status)s: %(message)s")
+        raise ModelError(text % {"status": exc.status_code, "message": message}) from exc
+    except (anthropic.APITimeoutError, httpx2.TimeoutException) as exc:
+        raise ModelError(_("The model endpoint did not answer in time.")) from exc
+    except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+        raise ModelError(_("Could not reach the model endpoint: %(error)s") % {"error": exc}) from exc
+    except anthropic.AnthropicError as exc:
+        raise ModelError(_("The model request failed: %(error)s") % {"error": exc}) from exc
+
+
+def request_options(body: dict[str, Any]) -> anthropic.RequestOptions:
+    """Take the SDK's per-request options (``extra_headers``, ``extra_query``, ``extra_body``, ``timeout``) out
+    of ``body``, where ``MODEL_OPTIONS`` and ``model_options`` put them, as ``create()`` would accept them."""
+    options: anthropic.RequestOptions = {}
+    if "extra_headers" in body:
+        options["headers"] = body.pop("extra_headers")
+    if "extra_query" in body:
+        options["params"] = body.pop("extra_query")
+    if "timeout" in body:
+        options["timeout"] = body.pop("timeout")
+    body.update(body.pop("extra_body", None) or {})
+    return options
+
+
+# Building requests --------------------------------------------------------------------------------------
+
+
+def to_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """Chat Completions messages as the ``system`` text and Messages API messages.
+
+    Leading system messages make ``system``; a later one (a memory summary, say) is user text, since the API
+    has no system role among messages. Messages of one role in a row join into one (tool results and the user's
+    next words share a user message, results first), so roles alternate as the API requires. The last block
+    of the history carries a cache point, so the next request reads all of it from the prompt cache."""
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        if role in ("system", "developer") and not out:
+            text = _text(message.get("content"))
+            if text:
+                system.append(text)
+            continue
+        if role == "assistant":
+            blocks = assistant_blocks(message)
+        elif role == "tool":
+            blocks = [tool_result(message)]
+        else:
+            blocks = user_blocks(message.get("content"))
+        if not blocks:
+            continue  # the API refuses empty content; nothing of the history is lost by leaving it out
+        speaker = "assistant" if role == "assistant" else "user"
+        if out and out[-1]["role"] == speaker:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": speaker, "content": blocks})
+    if out:
+        last = out[-1]["content"]
+        if last[-1].get("type") not in THINKING_TYPES:  # thinking blocks take no cache point
+            last[-1] = {**last[-1], "cache_control": CACHE_POINT}
+    return "\n\n".join(system), out
+
+
+def assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """An answer as content blocks: its thinking blocks first (as they came), its text, its tool calls."""
+    blocks = [block for block in message.get(REASONING_KEY) or () if block.get("type") in THINKING_TYPES]
+    text = _text(message.get("content"))
+    if text:
+        blocks.append({"type": "text", "text": text})
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        blocks.append({"type": "tool_use", "id": call.get("id", ""), "name": function.get("name", ""),
+                       "input": _input(function.get("arguments"))})  # fmt: skip
+    return blocks
+
+
+def tool_result(message: dict[str, Any]) -> dict[str, Any]:
+    """A tool message as the ``tool_result`` of the call it answers; a failed call's is marked ``is_error``."""
+    text = _text(message.get("content"))
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.get("tool_call_id", ""),
+                             "content": text}  # fmt: skip
+    if text.startswith(ERROR_PREFIX):
+        block["is_error"] = True
+    return block
+
+
+def user_blocks(content: Any) -> list[dict[str, Any]]:
+    """A user message's content as blocks: text, images and documents (data URLs as base64 sources)."""
+    if not isinstance(content, list):
+        text = content if isinstance(content, str) else ""
+        return [{"type": "text", "text": text}] if text else []
+    blocks: list[dict[str, Any]] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and part.get("text"):
+            blocks.append({"type": "text", "text": part["text"]})
+        elif kind == "image_url":
+            image = part.get("image_url") or {}
+            blocks.append({"type": "image", "source": _source(image.get("url") if isinstance(image, dict) else image)})
+        elif kind == "file":
+            blocks.append({"type": "document", "source": _source((part.get("file") or {}).get("file_data"))})
+    return blocks
+
+
+def _source(url: Any) -> dict[str, Any]:
+    """A data URL as a base64 source, any other URL as a URL source."""
+    url = url if isinstance(url, str) else ""
+    if url.startswith("data:") and ";base64," in url:
+        media_type, data = url[5:].split(";base64,", 1)
+        return {"type": "base64", "media_type": media_type, "data": data}
+    return {"type": "url", "url": url}
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else ""
+
+
+def _input(arguments: Any) -> dict[str, Any]:
+    """A stored call's arguments as the ``input`` object the API wants; text that is no JSON object goes back
+    the way the API sent it (``{"INVALID_JSON": text}``)."""
+    if not isinstance(arguments, str) or not arguments.strip():
+        return {}
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else {reading.INVALID_JSON: arguments}
+
+
+def anthropic_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A Chat Completions tool definition as a Messages API tool (``input_schema``); others pass through."""
+    if tool.get("type") != "function" or "function" not in tool:
+        return tool
+    function = tool["function"]
+    converted: dict[str, Any] = {"name": function.get("name")}
+    if function.get("description"):
+        converted["description"] = function["description"]
+    converted["input_schema"] = function.get("parameters") or {"type": "object", "properties": {}}
+    return converted
+
+
+def options_for_messages(options: dict[str, Any]) -> dict[str, Any]:
+    """Chat Completions-named options (``response_format``, ``max_tokens``, ``tool_choice``, ``stop``,
+    ``reasoning_effort``, ``parallel_tool_calls``) in their Messages form; options already in that form pass
+    through. Structured output is ``output_config.format`` (the API's JSON-schema output, which works with
+    thinking on, where a forced tool is refused); ``json_object`` has no counterpart and is left out (that
+    mode puts the schema in the instructions)."""
+    out: dict[str, Any] = {}
+    parallel = options.get("parallel_tool_calls")
+    for key, value in options.items():
+        if key == "response_format":
+            if isinstance(value, dict) and value.get("type") == "json_schema":
+                schema = (value.get("json_schema") or {}).get("schema") or {}
+                out["output_config"] = {**out.get("output_config", {}), "format": {"type": "json_schema",
+                                                                                   "schema": schema}}  # fmt: skip
+        elif key in ("max_tokens", "max_completion_tokens"):
+            out["max_tokens"] = value
+        elif key == "reasoning_effort":
+            out["output_config"] = {**out.get("output_config", {}), "effort": value}
+        elif key == "output_config" and isinstance(value, dict):
+            out["output_config"] = {**out.get("output_config", {}), **value}
+        elif key == "stop":
+            out["stop_sequences"] = [value] if isinstance(value, str) else value
+        elif key == "tool_choice":
+            out["tool_choice"] = _tool_choice(value)
+        elif key != "parallel_tool_calls":
+            out[key] = value
+    if parallel is False:
+        out["tool_choice"] = {**out.get("tool_choice", {"type": "auto"}), "disable_parallel_tool_use": True}
+    return out
+
+
+def _tool_choice(value: Any) -> Any:
+    if isinstance(value, str):
+        return TOOL_CHOICES.get(value, value)
+    if isinstance(value, dict) and isinstance(value.get("function"), dict):
+        return {"type": "tool", "name": value["function"].get("name")}
+    return value

@@ -1,0 +1,273 @@
+"""Strict validation of Anthropic Messages request bodies (``/v1/messages``), mirroring the API's own checks.
+
+Each rule is worded as the API words its error (``path: problem``). What the server must remember between
+requests is what it issued: the thinking blocks it sent (by signature) and which ``tool_use`` came with which
+of them, so a tool-use continuation without its thinking block, or with a changed one, is refused.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .rules_anthropic_options import (
+    extra,
+    required,
+    thinking_enabled,
+    validate_cache_control,
+    validate_output_config,
+    validate_system,
+    validate_text_block,
+    validate_thinking,
+    validate_tool_choice,
+    validate_tools,
+)
+from .wording import is_number
+
+__all__ = ["IssuedThinking", "thinking_enabled", "validate_messages_request"]
+
+KNOWN_PARAMS: frozenset[str] = frozenset(
+    {
+        "model",
+        "messages",
+        "max_tokens",
+        "system",
+        "tools",
+        "tool_choice",
+        "thinking",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop_sequences",
+        "stream",
+        "metadata",
+        "service_tier",
+        "output_config",
+        "cache_control",
+        "container",
+        "inference_geo",
+        "speed",
+    }
+)
+BLOCK_KEYS: dict[str, frozenset[str]] = {
+    "text": frozenset({"type", "text", "cache_control", "citations"}),
+    "image": frozenset({"type", "source", "cache_control"}),
+    "document": frozenset({"type", "source", "title", "context", "citations", "cache_control"}),
+    "tool_use": frozenset({"type", "id", "name", "input", "cache_control"}),
+    "tool_result": frozenset({"type", "tool_use_id", "content", "is_error", "cache_control"}),
+    "thinking": frozenset({"type", "thinking", "signature"}),
+    "redacted_thinking": frozenset({"type", "data"}),
+}
+USER_BLOCKS = ("text", "image", "document", "tool_result")
+ASSISTANT_BLOCKS = ("text", "tool_use", "thinking", "redacted_thinking")
+MAX_CACHE_POINTS = 4
+
+
+@dataclass
+class IssuedThinking:
+    """The thinking blocks the server sent, by signature (their text), and per ``tool_use`` id the signature of
+    the thinking block it came with."""
+
+    blocks: dict[str, str] = field(default_factory=dict)
+    calls: dict[str, str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, signature: str, thinking: str, call_ids: list[str]) -> None:
+        with self.lock:
+            self.blocks[signature] = thinking
+            for call_id in call_ids:
+                self.calls[call_id] = signature
+
+
+def validate_messages_request(
+    body: object, issued: IssuedThinking | None = None, headers: Mapping[str, str] | None = None
+) -> list[str]:
+    """Return the errors the Messages API would report for this body; empty means valid."""
+    if headers is not None and not headers.get("anthropic-version"):
+        return ["anthropic-version: header is required"]
+    if not isinstance(body, Mapping):
+        return ["Input should be a valid dictionary or object to extract fields from"]
+    issued = issued if issued is not None else IssuedThinking()
+    errors = [extra(key) for key in body if key not in KNOWN_PARAMS]
+    if not isinstance(body.get("model"), str) or not body.get("model"):
+        errors.append(required("model") if "model" not in body else "model: Input should be a valid string")
+    max_tokens = body.get("max_tokens")
+    if "max_tokens" not in body:
+        errors.append(required("max_tokens"))
+    elif not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        errors.append("max_tokens: Input should be a valid integer greater than or equal to 1")
+    if body.get("stream") is not None and not isinstance(body["stream"], bool):
+        errors.append("stream: Input should be a valid boolean")
+    if body.get("stop_sequences") is not None and not (
+        isinstance(body["stop_sequences"], list) and all(isinstance(s, str) for s in body["stop_sequences"])
+    ):
+        errors.append("stop_sequences: Input should be a valid list of strings")
+    for key in ("temperature", "top_p"):
+        if body.get(key) is not None and not (is_number(body[key]) and 0 <= body[key] <= 1):
+            errors.append(f"{key}: Input should be a number between 0 and 1")
+    validate_system(body.get("system"), errors)
+    names = validate_tools(body.get("tools"), errors)
+    validate_tool_choice(body.get("tool_choice"), names, errors)
+    validate_thinking(body, errors)
+    validate_output_config(body.get("output_config"), errors)
+    _validate_messages(body, issued, errors)
+    points = _cache_points(body)
+    if points > MAX_CACHE_POINTS:
+        errors.append(f"A maximum of {MAX_CACHE_POINTS} blocks with cache_control may be provided. Found {points}.")
+    return errors
+
+
+# --- messages ---------------------------------------------------------------------------------------
+
+
+def _validate_messages(body: Mapping[str, Any], issued: IssuedThinking, errors: list[str]) -> None:
+    messages = body.get("messages")
+    if messages is None:
+        errors.append(required("messages"))
+        return
+    if not isinstance(messages, list):
+        errors.append("messages: Input should be a valid list")
+        return
+    thinking = thinking_enabled(body)
+    previous_calls: list[str] = []  # the tool_use ids of the assistant message just before, not answered yet
+    previous_role: object = None
+    for n, message in enumerate(messages):
+        path = f"messages.{n}"
+        if not isinstance(message, Mapping):
+            errors.append(f"{path}: Input should be a valid dictionary")
+            continue
+        errors.extend(extra(f"{path}.{key}") for key in message if key not in ("role", "content"))
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            errors.append(f"{path}.role: Input should be 'user' or 'assistant'")
+            continue
+        if n == 0 and role != "user":
+            errors.append('messages: first message must use the "user" role')
+        elif role == previous_role:
+            errors.append(f'messages: roles must alternate between "user" and "assistant", but found multiple '
+                          f'"{role}" roles in a row')  # fmt: skip
+        blocks = _blocks(path, message.get("content"), USER_BLOCKS if role == "user" else ASSISTANT_BLOCKS, errors)
+        if role == "user":
+            _check_results(path, blocks, previous_calls, errors)
+            previous_calls = []
+        else:
+            previous_calls = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
+            _check_thinking(path, blocks, issued, thinking, errors)
+        previous_role = role
+    if previous_calls and messages and isinstance(messages[-1], Mapping) and messages[-1].get("role") == "assistant":
+        # A final assistant message is a prefill: its tool calls cannot be answered in it.
+        errors.append(f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` blocks "
+                      f"immediately after: {', '.join(previous_calls)}. Each `tool_use` block must have a "
+                      "corresponding `tool_result` block in the next message.")  # fmt: skip
+
+
+def _blocks(path: str, content: object, allowed: tuple[str, ...], errors: list[str]) -> list[Mapping[str, Any]]:
+    """A message's content blocks (a string is one text block), each checked for its type and keys."""
+    if isinstance(content, str):
+        if not content:
+            errors.append(f"{path}: all messages must have non-empty content except for the optional final "
+                          "assistant message")  # fmt: skip
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list) or not content:
+        errors.append(f"{path}.content: Input should be a valid string or a non-empty list of content blocks")
+        return []
+    blocks: list[Mapping[str, Any]] = []
+    for m, block in enumerate(content):
+        where = f"{path}.content.{m}"
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if kind not in allowed:
+            errors.append(f"{where}.type: Input tag '{kind}' found using 'type' does not match any of the expected "
+                          f"tags: {', '.join(repr(k) for k in allowed)}")  # fmt: skip
+            continue
+        assert isinstance(block, Mapping)
+        errors.extend(extra(f"{where}.{kind}.{key}") for key in block if key not in BLOCK_KEYS[kind])
+        validate_cache_control(where, block, errors)
+        if kind == "text":
+            validate_text_block(where, block, errors)
+        elif kind == "tool_use":
+            if not isinstance(block.get("id"), str) or not block.get("id"):
+                errors.append(required(f"{where}.id"))
+            if not isinstance(block.get("name"), str) or not block.get("name"):
+                errors.append(required(f"{where}.name"))
+            if not isinstance(block.get("input"), Mapping):
+                errors.append(f"{where}.input: Input should be a valid dictionary")
+        elif kind == "tool_result":
+            if block.get("is_error") is not None and not isinstance(block["is_error"], bool):
+                errors.append(f"{where}.is_error: Input should be a valid boolean")
+            if not isinstance(block.get("content", ""), str | list):
+                errors.append(f"{where}.content: Input should be a valid string or list")
+        elif kind == "thinking":
+            for key in ("thinking", "signature"):
+                if not isinstance(block.get(key), str):
+                    errors.append(required(f"{where}.{key}"))
+        elif kind == "redacted_thinking" and not isinstance(block.get("data"), str):
+            errors.append(required(f"{where}.data"))
+        blocks.append(block)
+    return blocks
+
+
+def _check_results(path: str, blocks: list[Mapping[str, Any]], calls: list[str], errors: list[str]) -> None:
+    """Every ``tool_result`` answers a ``tool_use`` of the assistant message just before; every such
+    ``tool_use`` is answered here, the results first."""
+    answered: list[str] = []
+    for m, block in enumerate(blocks):
+        if block.get("type") != "tool_result":
+            continue
+        call_id = block.get("tool_use_id")
+        if call_id not in calls:
+            errors.append(f"{path}.content.{m}: unexpected `tool_use_id` found in `tool_result` blocks: {call_id}. "
+                          "Each `tool_result` block must have a corresponding `tool_use` block in the previous "
+                          "message.")  # fmt: skip
+        elif any(b.get("type") != "tool_result" for b in blocks[:m]):
+            errors.append(f"{path}.content.{m}: `tool_result` blocks must come before any other content in a user "
+                          "message.")  # fmt: skip
+        answered.append(str(call_id))
+    missing = [call_id for call_id in calls if call_id not in answered]
+    if missing:
+        errors.append(f"{path}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                      f"{', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` "
+                      "block in the next message.")  # fmt: skip
+
+
+def _check_thinking(
+    path: str, blocks: list[Mapping[str, Any]], issued: IssuedThinking, thinking: bool, errors: list[str]
+) -> None:
+    """Thinking blocks come back unchanged; with thinking on, an answer whose tool calls came with a thinking
+    block starts with that block."""
+    for m, block in enumerate(blocks):
+        if block.get("type") == "thinking":
+            signature = block.get("signature")
+            if m > 0 and any(b.get("type") not in ("thinking", "redacted_thinking") for b in blocks[:m]):
+                errors.append(f"{path}.content.{m}: `thinking` blocks must come first in an assistant message")
+            if not isinstance(signature, str) or issued.blocks.get(signature) != block.get("thinking"):
+                errors.append(f"{path}.content.{m}: Invalid `signature` in `thinking` block")
+    if not thinking:
+        return
+    for block in blocks:
+        needed = issued.calls.get(str(block.get("id"))) if block.get("type") == "tool_use" else None
+        if needed is None:
+            continue
+        first = blocks[0]
+        if first.get("type") not in ("thinking", "redacted_thinking"):
+            errors.append(f"{path}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+                          f"`{first.get('type')}`. When `thinking` is enabled, a final `assistant` message must start "
+                          "with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` "
+                          "blocks). We recommend you include thinking blocks from previous turns.")  # fmt: skip
+        elif first.get("type") == "thinking" and first.get("signature") != needed:
+            errors.append(f"{path}.content.0: Invalid `signature` in `thinking` block")
+        return
+
+
+def _cache_points(body: Mapping[str, Any]) -> int:
+    """How many blocks of the request carry ``cache_control``."""
+    count = 0
+    for group in (body.get("tools"), body.get("system")):
+        if isinstance(group, list):
+            count += sum(1 for b in group if isinstance(b, Mapping) and b.get("cache_control") is not None)
+    for message in body.get("messages") or ():
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, list):
+            count += sum(1 for b in content if isinstance(b, Mapping) and b.get("cache_control") is not None)
+    return count

@@ -1,0 +1,174 @@
+"""Strict validation of an Anthropic Messages request's options (``system``, ``tools``, ``tool_choice``,
+``thinking``, ``output_config``, cache points), worded as the API words its errors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .rules_options import TOOL_NAME_RE, _validate_schema_root
+from .wording import is_int
+
+__all__ = [
+    "extra",
+    "required",
+    "thinking_enabled",
+    "validate_cache_control",
+    "validate_output_config",
+    "validate_system",
+    "validate_text_block",
+    "validate_thinking",
+    "validate_tool_choice",
+    "validate_tools",
+]
+
+TOOL_KEYS = frozenset({"name", "description", "input_schema", "cache_control", "type", "strict"})
+TEXT_KEYS = frozenset({"type", "text", "cache_control", "citations"})
+MIN_THINKING_BUDGET = 1024
+
+
+def extra(path: str) -> str:
+    return f"{path}: Extra inputs are not permitted"
+
+
+def required(path: str) -> str:
+    return f"{path}: Field required"
+
+
+def thinking_enabled(body: Mapping[str, Any]) -> bool:
+    thinking = body.get("thinking")
+    return isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
+
+
+def validate_cache_control(path: str, block: Mapping[str, Any], errors: list[str]) -> None:
+    value = block.get("cache_control")
+    if value is None:
+        return
+    if not isinstance(value, Mapping) or value.get("type") != "ephemeral":
+        errors.append(f"{path}.cache_control.type: Input should be 'ephemeral'")
+        return
+    errors.extend(extra(f"{path}.cache_control.{key}") for key in value if key not in ("type", "ttl"))
+
+
+def validate_text_block(path: str, block: Mapping[str, Any], errors: list[str]) -> None:
+    text = block.get("text")
+    if not isinstance(text, str):
+        errors.append(
+            required(f"{path}.text") if "text" not in block else f"{path}.text: Input should be a valid string"
+        )
+    elif not text:
+        errors.append(f"{path}.text: text content blocks must be non-empty")
+
+
+def validate_system(system: object, errors: list[str]) -> None:
+    if system is None or isinstance(system, str):
+        return
+    if not isinstance(system, list):
+        errors.append("system: Input should be a valid string or list of text blocks")
+        return
+    for n, block in enumerate(system):
+        path = f"system.{n}"
+        if not isinstance(block, Mapping) or block.get("type") != "text":
+            errors.append(f"{path}.type: Input should be 'text'")
+            continue
+        errors.extend(extra(f"{path}.{key}") for key in block if key not in TEXT_KEYS)
+        validate_text_block(path, block, errors)
+        validate_cache_control(path, block, errors)
+
+
+def validate_tools(tools: object, errors: list[str]) -> set[str]:
+    names: set[str] = set()
+    if tools is None:
+        return names
+    if not isinstance(tools, list):
+        errors.append("tools: Input should be a valid list")
+        return names
+    for n, tool in enumerate(tools):
+        path = f"tools.{n}"
+        if not isinstance(tool, Mapping):
+            errors.append(f"{path}: Input should be a valid dictionary")
+            continue
+        errors.extend(extra(f"{path}.{key}") for key in tool if key not in TOOL_KEYS)
+        if tool.get("type") not in (None, "custom"):
+            errors.append(f"{path}.type: Input should be 'custom'")
+        name = tool.get("name")
+        if not isinstance(name, str):
+            errors.append(required(f"{path}.name"))
+        elif not TOOL_NAME_RE.match(name):
+            errors.append(f"{path}.name: String should match pattern '{TOOL_NAME_RE.pattern}'")
+        elif name in names:
+            errors.append("tools: Tool names must be unique.")
+        else:
+            names.add(name)
+        if "input_schema" not in tool:
+            errors.append(required(f"{path}.input_schema"))
+        else:
+            _validate_schema_root(f"{path}.input_schema", tool["input_schema"], False, errors)
+        validate_cache_control(path, tool, errors)
+    return names
+
+
+def validate_tool_choice(choice: object, names: set[str], errors: list[str]) -> None:
+    if choice is None:
+        return
+    kinds = {"auto": {"type", "disable_parallel_tool_use"}, "any": {"type", "disable_parallel_tool_use"},
+             "tool": {"type", "name", "disable_parallel_tool_use"}, "none": {"type"}}  # fmt: skip
+    if not isinstance(choice, Mapping) or choice.get("type") not in kinds:
+        errors.append("tool_choice: Input tag does not match any of the expected tags: 'auto', 'any', 'tool', 'none'")
+        return
+    errors.extend(extra(f"tool_choice.{choice['type']}.{key}") for key in choice if key not in kinds[choice["type"]])
+    if choice["type"] == "tool" and choice.get("name") not in names:
+        errors.append(f"tool_choice: Tool '{choice.get('name')}' not found in 'tools'.")
+
+
+def validate_thinking(body: Mapping[str, Any], errors: list[str]) -> None:
+    thinking = body.get("thinking")
+    if thinking is None:
+        return
+    kinds = {"enabled": {"type", "budget_tokens", "display"}, "disabled": {"type"}, "adaptive": {"type", "display"}}
+    if not isinstance(thinking, Mapping) or thinking.get("type") not in kinds:
+        errors.append("thinking: Input tag does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'")
+        return
+    kind = thinking["type"]
+    errors.extend(extra(f"thinking.{kind}.{key}") for key in thinking if key not in kinds[kind])
+    if kind == "enabled":
+        budget = thinking.get("budget_tokens")
+        if not isinstance(budget, int) or isinstance(budget, bool):
+            errors.append(required("thinking.enabled.budget_tokens"))
+        elif budget < MIN_THINKING_BUDGET:
+            errors.append(
+                f"thinking.enabled.budget_tokens: Input should be greater than or equal to {MIN_THINKING_BUDGET}"
+            )
+        elif is_int(body.get("max_tokens")) and body["max_tokens"] <= budget:
+            errors.append("`max_tokens` must be greater than `thinking.budget_tokens`.")
+    if kind == "disabled":
+        return
+    if body.get("temperature") not in (None, 1):
+        errors.append("`temperature` may only be set to 1 when thinking is enabled.")
+    if body.get("top_k") is not None:
+        errors.append("`top_k` may not be set when thinking is enabled.")
+    choice = body.get("tool_choice")
+    if isinstance(choice, Mapping) and choice.get("type") in ("any", "tool"):
+        errors.append("Thinking may not be enabled when tool_choice forces tool use.")
+
+
+def validate_output_config(config: object, errors: list[str]) -> None:
+    if config is None:
+        return
+    if not isinstance(config, Mapping):
+        errors.append("output_config: Input should be a valid dictionary")
+        return
+    errors.extend(extra(f"output_config.{key}") for key in config if key not in ("effort", "format"))
+    if config.get("effort") not in (None, "low", "medium", "high", "xhigh", "max"):
+        errors.append("output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
+    fmt = config.get("format")
+    if fmt is None:
+        return
+    if not isinstance(fmt, Mapping) or fmt.get("type") != "json_schema":
+        errors.append("output_config.format.type: Input should be 'json_schema'")
+        return
+    errors.extend(extra(f"output_config.format.{key}") for key in fmt if key not in ("type", "schema"))
+    if "schema" not in fmt:
+        errors.append(required("output_config.format.schema"))
+    else:
+        _validate_schema_root("output_config.format.schema", fmt["schema"], False, errors)
