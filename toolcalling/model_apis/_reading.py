@@ -41,9 +41,18 @@ def arguments(value: Any) -> str:
     raise invalid("tool call arguments are neither text nor an object")
 
 
+# A message's token columns are 32-bit integers on every database; a count above this (no answer comes near it)
+# is refused, with room for the sum of two counts (a total the usage object leaves out) to fit as well.
+MAX_COUNT = 2**30
+
+
 def count(value: Any) -> int:
-    """A token count as the usage object gives it; anything that is not a count is none."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    """A token count as the usage object gives it; anything that is not a count is none, an absurd one refused."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return 0
+    if value > MAX_COUNT:
+        raise invalid(f"a token count in usage is out of range (more than {MAX_COUNT})")
+    return value
 
 
 def detail(usage: dict[str, Any], group: str, key: str) -> int:
