@@ -11,6 +11,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
+from django.forms.fields import InvalidJSONInput
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -34,6 +35,20 @@ if TYPE_CHECKING:
 
 class PrettyJSONField(forms.JSONField):
     """A JSON form field shown indented, so an approver can read and edit arguments."""
+
+    # Django's field catches only ValueError; text nested past what the parser takes is invalid JSON too.
+
+    def to_python(self, value: Any) -> Any:
+        try:
+            return super().to_python(value)
+        except RecursionError:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid", params={"value": "…"})
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        try:
+            return super().bound_data(data, initial)
+        except RecursionError:
+            return InvalidJSONInput(data)  # shown again as typed, as Django shows any other bad JSON
 
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, str):  # the text typed in, when the form is shown again with an error
