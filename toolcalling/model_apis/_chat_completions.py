@@ -254,9 +254,8 @@ def _call(item: Any, where: str) -> RequestedCall:
 def _usage(value: Any) -> Usage:
     if not isinstance(value, dict):
         return Usage()
-    prompt, completion, total = (
-        read.count(value.get(key)) for key in ("prompt_tokens", "completion_tokens", "total_tokens")
-    )
+    prompt, completion = (read.count(value.get(key)) for key in ("prompt_tokens", "completion_tokens"))
+    total = read.count(value.get("total_tokens"), total=True)
     return Usage(
         prompt_tokens=prompt,
         completion_tokens=completion,
