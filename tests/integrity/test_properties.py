@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -24,10 +25,15 @@ pytestmark = pytest.mark.django_db
 # Modest example counts: the suite's time matters; each example is a request (or a turn) on the real stack.
 SOME = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
-# Any code point, lone surrogates and NUL included (hypothesis leaves surrogates out unless told).
+# Any code point, lone surrogates and NUL included (hypothesis leaves surrogates out unless told); text drawn
+# often from the troublesome ones, which any code point alone would rarely be.
 CHARS = st.characters(exclude_categories=())
-TEXT = st.text(CHARS, max_size=40)
-NUMBERS = st.one_of(st.integers(min_value=-(2**70), max_value=2**70), st.floats(allow_nan=False, allow_infinity=False))
+TEXT = st.one_of(st.text(CHARS, max_size=40), st.text(st.sampled_from(["\ud800", "\udfff", "\x00", "한", "a"])))
+# Numbers past every column's range as often as within them.
+HUGE = st.one_of(st.integers(min_value=2**31, max_value=2**63), st.integers(min_value=2**63, max_value=2**70))
+NUMBERS = st.one_of(
+    st.integers(min_value=-(2**31), max_value=2**31), HUGE, st.floats(allow_nan=False, allow_infinity=False)
+)
 SCALARS = st.one_of(st.none(), st.booleans(), NUMBERS, TEXT)
 VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
                       max_leaves=12)  # fmt: skip
@@ -70,11 +76,22 @@ def test_the_chat_api_answers_any_body_without_a_500(api, alice, model, body):
     assert history_problems(conversation.pk) == []
 
 
-METHODS = st.sampled_from(["initialize", "ping", "tools/list", "tools/call", "server/discover", "nope", ""])
-MESSAGES = st.fixed_dictionaries(
-    {"jsonrpc": st.sampled_from(["2.0", "1.0"]), "id": st.one_of(st.integers(), TEXT, st.none()), "method": METHODS},
-    optional={"params": st.one_of(JSON_VALUES, st.fixed_dictionaries({"name": st.one_of(TEXT, st.just("add")),
-                                                                       "arguments": JSON_VALUES}))},
+# Mostly well-formed messages, so most reach the methods (a call of "add" its tool) with hostile parts inside.
+CALL = st.fixed_dictionaries(
+    {
+        "name": st.one_of(TEXT, st.sampled_from(["add", "delete_everything"])),
+        "arguments": st.one_of(JSON_VALUES, st.fixed_dictionaries({"a": JSON_VALUES})),
+    }
+)
+DISCOVER = st.fixed_dictionaries({"_meta": JSON_VALUES})
+MESSAGES = st.one_of(
+    st.builds(lambda id, params: {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params},
+              st.integers(), CALL),
+    st.builds(lambda id, params: {"jsonrpc": "2.0", "id": id, "method": "server/discover", "params": params},
+              st.integers(), DISCOVER),
+    st.fixed_dictionaries({"jsonrpc": st.sampled_from(["2.0", "1.0"]), "id": st.one_of(st.integers(), TEXT),
+                           "method": st.one_of(TEXT, st.sampled_from(["initialize", "ping", "tools/list"]))},
+                          optional={"params": JSON_VALUES}),
 )  # fmt: skip
 
 
@@ -109,7 +126,10 @@ def test_the_admin_change_form_answers_any_arguments_without_a_500(api, alice, m
     url = f"/api/toolcalling/conversations/{conversation.pk}/messages/"
     assert api.post(url, {"content": "go"}, format="json").status_code == 201
     call = ToolCall.objects.get(conversation=conversation)
-    response = staff.post(f"/admin/toolcalling/toolcall/{call.pk}/change/", {"arguments": arguments})
+    # As a browser sends the form: URL-encoded UTF-8 (a lone surrogate as the bytes it encodes to, not UTF-8).
+    form = urlencode({"arguments": arguments.encode("utf-8", "surrogatepass")})
+    url = f"/admin/toolcalling/toolcall/{call.pk}/change/"
+    response = staff.generic("POST", url, form, content_type="application/x-www-form-urlencoded")
     assert response.status_code in (200, 302), response.content[:300]
     call.refresh_from_db()
     assert call.status == "awaiting_approval" and isinstance(call.arguments, dict)
@@ -117,13 +137,13 @@ def test_the_admin_change_form_answers_any_arguments_without_a_500(api, alice, m
         assert set(call.arguments) == {"confirm"} and isinstance(call.arguments["confirm"], str)
 
 
-COUNTS = st.one_of(st.none(), st.integers(min_value=0, max_value=2**70))
+COUNTS = st.one_of(st.none(), st.integers(min_value=0, max_value=2**31), HUGE)
 
 
 @SOME
 @given(
     content=st.one_of(st.none(), TEXT, st.text(CHARS, min_size=1000, max_size=5000)),
-    arguments=st.one_of(JSON_VALUES.map(dumps), TEXT),
+    arguments=st.one_of(deep().map(dumps), JSON_VALUES.map(dumps), TEXT),
     usage=st.tuples(COUNTS, COUNTS),
     with_call=st.booleans(),
 )

@@ -47,9 +47,9 @@ def arguments_object(raw: Any) -> dict[str, Any]:
             raise too_deep
     if nested_too_deeply(data):  # before anything walks them recursively (or a JSON column refuses them)
         raise too_deep
-    if isinstance(raw, str):
-        # Lone surrogates ("\ud800" is valid JSON) would fail the tool's own output; they become U+FFFD.
-        data = storable_json(data)
+    # Lone surrogates ("\ud800" is valid JSON) would fail the tool's own output, a page or an error message
+    # that shows them; they become U+FFFD, in text and in parsed arguments (an approver's edit) alike.
+    data = storable_json(data)
     if not isinstance(data, dict):
         raise InvalidArguments("arguments must be a JSON object")
     return data
