@@ -1,13 +1,15 @@
 """A long answer streamed against the same answer as JSON, in one run: streaming must cost time linear in its length.
 
-Run: ``.venv/bin/python bench/long_answer.py [--size 2000000] [--rounds 3] [--piece N]``.
+Run: ``.venv/bin/python bench/long_answer.py [--size 2000000] [--rounds 3] [--piece N] [--no-bare]``.
 
 The model answers every message with one text of ``--size`` characters (prose, some of it Korean and German);
 the strict server streams it as the real API does, in pieces of a few characters (``CONTENT_PIECE``; ``--piece``
 sets another size): 2 MB are half a million chunks. The site runs under uvicorn in a process of its own. The
 JSON turn is a plain ``POST .../messages/``; the streamed turn the same POST with ``Accept: text/event-stream``,
-read to its ``turn_end``. Printed: the median of each and their ratio (lower is better). ``--size`` twice as
-large should take about twice as long, not four times.
+read to its ``turn_end``. The bare stream is the hand-written way: the ``openai`` SDK reading the same stream
+from the same server and joining its text, storing and sending nothing (``--no-bare`` leaves it out).
+Printed: the median of each and the ratios (lower is better). ``--size`` twice as large should take about
+twice as long, not four times.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import django  # noqa: E402
 django.setup()
 
 import httpx2  # noqa: E402
+import openai  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
@@ -67,6 +70,18 @@ def streamed_turn(base: str, conversation_id: str) -> float:
     return time.perf_counter() - started
 
 
+def bare_stream(base_url: str) -> float:
+    """The same answer read with the SDK alone: what reading the model's stream costs at all."""
+    client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0, timeout=900)
+    started = time.perf_counter()
+    stream = client.chat.completions.create(
+        model="bench-model", messages=[{"role": "user", "content": QUESTION}], stream=True
+    )
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+    assert text, "the bare stream carried no text"
+    return time.perf_counter() - started
+
+
 def site(port: int, env: dict[str, str]) -> subprocess.Popen:
     command = [sys.executable, "-m", "uvicorn", "tests.asgi:application", "--port", str(port), "--log-level",
                "warning", "--timeout-keep-alive", "900"]  # fmt: skip
@@ -77,6 +92,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=2_000_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-bare", action="store_true", help="leave out the bare SDK stream (slow at 2 MB)")
     parser.add_argument("--piece", type=int, default=0, help="characters per streamed chunk (default: the API's few)")
     options = parser.parse_args()
     call_command("migrate", verbosity=0)
@@ -91,10 +107,12 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         try:
             services.wait_until(lambda: _up(base), timeout=30, what="uvicorn")
-            as_json, streamed = [], []
-            for _ in range(options.rounds):  # interleaved, so a busy moment of the machine hits both
+            as_json, streamed, bare = [], [], []
+            for _ in range(options.rounds):  # interleaved, so a busy moment of the machine hits each
                 as_json.append(json_turn(base, fresh.pop()))
                 streamed.append(streamed_turn(base, fresh.pop()))
+                if not options.no_bare:
+                    bare.append(bare_stream(base_url))
         finally:
             process.terminate()
             process.wait(10)
@@ -103,9 +121,13 @@ def main() -> None:
     piece = options.piece or CONTENT_PIECE
     chunks = -(-options.size // piece)
     print(f"uvicorn, an answer of {options.size:,} characters in {chunks:,} chunks, median of {options.rounds} turns")
-    print(f"JSON turn:             {statistics.median(as_json):8.2f} s")
-    print(f"streamed turn:         {statistics.median(streamed):8.2f} s")
-    print(f"ratio streamed / JSON: {statistics.median(streamed) / statistics.median(as_json):8.2f}")
+    json_s, streamed_s = statistics.median(as_json), statistics.median(streamed)
+    print(f"JSON turn:                    {json_s:8.2f} s")
+    print(f"streamed turn:                {streamed_s:8.2f} s")
+    print(f"ratio streamed / JSON:        {streamed_s / json_s:8.2f}")
+    if bare:
+        print(f"bare SDK stream:              {statistics.median(bare):8.2f} s")
+        print(f"ratio streamed / bare stream: {streamed_s / statistics.median(bare):8.2f}")
 
 
 def _up(base: str) -> bool:
