@@ -51,14 +51,18 @@ ANSWER = "5 and 9."
 class BenchModel:
     model_name = "bench-model"
 
-    def __init__(self, latency: float = 0.0) -> None:
+    def __init__(self, latency: float = 0.0, answer_bytes: int = 0) -> None:
         self.ids = itertools.count(1)
         self.latency = latency  # seconds each answer takes, as a real model's would
+        # ``answer_bytes``: answer every message at once with a text that long (bench/long_answer.py).
+        self.long_answer = long_text(answer_bytes) if answer_bytes else None
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         """Three requests per turn: a call of ``add``, after its result another one, after that the answer."""
         if self.latency:
             time.sleep(self.latency)
+        if self.long_answer is not None:
+            return Reply(content=self.long_answer)
         answered = 0
         for message in reversed(chat_messages(body)):  # either API's request
             if message["role"] == "user":
@@ -74,10 +78,18 @@ class BenchModel:
         print("REJECTED:", errors, file=sys.stderr, flush=True)
 
 
+def long_text(size: int) -> str:
+    """Prose-like text of ``size`` characters: words and sentences, with non-ASCII ones among them."""
+    words = "the order ships on Monday; Lieferung am Montag, 배송은 월요일입니다 and a refund follows.".split()
+    text = " ".join(itertools.islice(itertools.cycle(words), size // 4 + 1))
+    return text[:size]
+
+
 @contextmanager
-def model_server(latency: float = 0.0) -> Iterator[str]:
-    """The bench model's strict server in a subprocess (so it never shares the benchmark's GIL); its base URL."""
-    command = [sys.executable, __file__, str(latency)]
+def model_server(latency: float = 0.0, answer_bytes: int = 0, piece: int = 0) -> Iterator[str]:
+    """The bench model's strict server in a subprocess (so it never shares the benchmark's GIL); its base URL.
+    ``piece``: the characters of text per streamed chunk (0: the strict server's own, a few as the API's)."""
+    command = [sys.executable, __file__, str(latency), str(answer_bytes), str(piece)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert process.stdout is not None
@@ -88,6 +100,12 @@ def model_server(latency: float = 0.0) -> Iterator[str]:
 
 
 if __name__ == "__main__":
-    with OpenAICompatibleServer(BenchModel(float(sys.argv[1]) if len(sys.argv) > 1 else 0.0)) as server:
+    latency = float(sys.argv[1]) if len(sys.argv) > 1 else 0.0
+    answer_bytes = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    if len(sys.argv) > 3 and int(sys.argv[3]):
+        from toolcalling.testing import backend
+
+        backend.CONTENT_PIECE = int(sys.argv[3])
+    with OpenAICompatibleServer(BenchModel(latency, answer_bytes)) as server:
         print(server.base_url, flush=True)
         threading.Event().wait()  # until the benchmark terminates this process

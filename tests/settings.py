@@ -154,3 +154,8 @@ if os.environ.get("TOOLCALLING_TEST_WORKER"):
     CELERY_TASK_ALWAYS_EAGER = False
     DATABASES["default"]["NAME"] = os.environ["TOOLCALLING_TEST_DB_NAME"]
     TOOLCALLING["BASE_URL"] = os.environ["TOOLCALLING_TEST_BASE_URL"]
+
+# The MCP stdio tests start the command with approval e-mails on the console backend, as the demo site has
+# them, to see that none of it reaches the protocol's stdout (tests/testapp/apps.py connects the receiver).
+if os.environ.get("TOOLCALLING_TEST_CONSOLE_MAIL"):
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"

@@ -36,6 +36,8 @@ DEFAULTS: dict[str, Any] = {
     "USAGE_LIMITS": [],
     # Input limits of the API.
     "MAX_MESSAGE_LENGTH": 20_000,
+    # The MCP endpoint.
+    "MCP_MAX_BATCH": 20,  # JSON-RPC messages one MCP request (a batch) may carry; each call counts for the throttle
     # Approval.
     "APPROVAL_TIMEOUT": 24 * 60 * 60,  # seconds a call may wait for a decision
     "APPROVAL_RUN_TIMEOUT": 60 * 60,  # seconds an approved call may be "running" before a sweep marks it failed
@@ -111,6 +113,7 @@ class ToolcallingSettings:
             "MAX_TOTAL_TOOL_CALLS",
             "MAX_MODEL_CALLS",
             "MAX_MESSAGE_LENGTH",
+            "MCP_MAX_BATCH",
             "APPROVAL_TIMEOUT",
             "APPROVAL_RUN_TIMEOUT",
             "STALE_TURN_TIMEOUT",

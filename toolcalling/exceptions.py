@@ -129,6 +129,14 @@ class TaskQueueUnavailable(APIError):
     default_detail = _("The task queue could not be reached; nothing was started. Try again.")
 
 
+class EventsUnavailable(APIError):
+    """The event store (``EVENTS_REDIS_URL``) could not be reached, so a conversation's events cannot be read."""
+
+    status_code = http.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "events_unavailable"
+    default_detail = _("The event stream cannot be reached just now; the history has everything. Try again.")
+
+
 class TurnError(APIError):
     """A turn ended with an error; the conversation is marked ``failed`` and can take a new message.
 

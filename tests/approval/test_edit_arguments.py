@@ -94,3 +94,29 @@ def test_arguments_are_checked_against_the_tools_the_requester_may_use(api, ops,
     [call] = waiting_calls(api, ops, model, ("reset", {"name": "stock"}))
     approval.edit_arguments(call, approver, {"name": "shelf"})  # reset needs a permission alice has
     assert ToolCall.objects.get(pk=call.pk).arguments == {"name": "shelf"}
+
+
+@pytest.mark.parametrize("by", ["5", True, 5.5, None])
+def test_edited_arguments_are_taken_as_the_schema_says_never_coerced(api, ops, model, approver, approver_api, by):
+    [call] = waiting_calls(api, ops, model, ("bump", {"name": "a", "by": 1}))
+    with pytest.raises(InvalidArguments) as info:
+        approval.edit_arguments(call, approver, {"name": "a", "by": by})
+    assert "by" in str(info.value)
+    answer = approver_api.post(
+        f"/api/toolcalling/tool-calls/{call.pk}/approve/", {"arguments": {"name": "a", "by": by}}, format="json"
+    )
+    assert answer.status_code == 400 and "by" in answer.json()["arguments"][0]
+    call.refresh_from_db()
+    assert (call.arguments, call.status) == ({"name": "a", "by": 1}, "awaiting_approval")
+
+
+def test_the_admin_change_form_refuses_arguments_nested_100000_deep(api, ops, model, approver, client):
+    [call] = waiting_calls(api, ops, model, ("bump", {"name": "a", "by": 1}))
+    client.force_login(approver)
+    url = f"/admin/toolcalling/toolcall/{call.pk}/change/"
+    for levels in (100_000, 40):  # past what the JSON parser takes; parsed, but deeper than any schema allows
+        deep = '{"name": "a", "by": ' + "[" * levels + "1" + "]" * levels + "}"
+        refused = client.post(url, {"arguments": deep, "_approve": "1"})
+        assert refused.status_code == 200 and refused.context["adminform"].form.errors["arguments"]
+    call.refresh_from_db()
+    assert (call.arguments, call.status) == ({"name": "a", "by": 1}, "awaiting_approval")

@@ -74,7 +74,12 @@ def test_the_user_declines_and_the_model_is_told_the_user_declined(
 
 def test_nobody_else_decides_a_call_the_user_confirms_not_even_staff(api, confirmable, bob, approver_api):
     api.force_authenticate(bob)
-    for client in (api, approver_api):
+    for verb in ("approve", "reject"):  # another user's call is not found, as a missing id is not
+        response = api.post(f"{URL}tool-calls/{confirmable.pk}/{verb}/", {}, format="json")
+        missing = api.post(f"{URL}tool-calls/{confirmable.pk + 1000}/{verb}/", {}, format="json")
+        assert response.status_code == missing.status_code == 404
+        assert response.json() == missing.json()
+    for client in (approver_api,):
         for verb in ("approve", "reject"):
             response = client.post(f"{URL}tool-calls/{confirmable.pk}/{verb}/", {}, format="json")
             assert response.status_code == 403

@@ -49,6 +49,11 @@ STREAM_FAULTS = {
     "empty choices only": (chunk([]) + "\n\ndata: [DONE]\n\n", "text/event-stream"),
     "message: null chunks": (chunk([{"index": 0, "message": None}]) + "\n\ndata: [DONE]\n\n", "text/event-stream"),
     "a chunk that is not JSON": ("data: {oops\n\n", "text/event-stream"),
+    "neither text nor calls, but a finish reason": (  # content: null is judged as in a completion
+        chunk([{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": "stop"}])
+        + "\n\ndata: [DONE]\n\n",
+        "text/event-stream",
+    ),
     "a streamed call without a name": (
         chunk([{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c", "function": {"arguments": "{}"}}]},
                 "finish_reason": "tool_calls"}]) + "\n\ndata: [DONE]\n\n",

@@ -145,6 +145,10 @@ def test_a_conversation_moves_between_responses_and_anthropic_each_keeping_its_o
         '{"type": "message", "content": [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "x"}]}',
         '{"type": "message", "content": [], "stop_reason": "end_turn"}',
         '{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}',
+        # each count in range, their sum past what a message's token columns hold
+        '{"type": "message", "role": "assistant", "model": "m", "content": [{"type": "text", "text": "x"}],'
+        ' "stop_reason": "end_turn", "usage": {"input_tokens": 1000000000, "cache_read_input_tokens": 1000000000,'
+        ' "cache_creation_input_tokens": 1000000000, "output_tokens": 5}}',
         "not json",
     ],
 )

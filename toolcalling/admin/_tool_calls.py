@@ -11,6 +11,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
+from django.forms.fields import InvalidJSONInput
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -23,6 +24,7 @@ from .. import approval
 from ..approval import can_approve
 from ..exceptions import AlreadyDecided, DecisionNotAllowed, InvalidArguments, TaskQueueUnavailable
 from ..models import ToolCall
+from ..toolkit import nested_too_deeply, storable
 from ._actions import approve_selected, reject_selected
 from ._conversations import pretty_json
 from ._desk import count_waiting_in_app_list, desk_context, report_approved
@@ -35,10 +37,27 @@ if TYPE_CHECKING:
 class PrettyJSONField(forms.JSONField):
     """A JSON form field shown indented, so an approver can read and edit arguments."""
 
+    # Django's field catches only ValueError; text nested past what the parser takes is invalid JSON too.
+
+    def to_python(self, value: Any) -> Any:
+        try:
+            return super().to_python(value)
+        except RecursionError:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid", params={"value": "…"})
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        try:
+            value = super().bound_data(data, initial)
+        except RecursionError:
+            return InvalidJSONInput(data)  # shown again as typed, as Django shows any other bad JSON
+        # Too deep to be arguments (and to indent again): shown as typed, with the error under it.
+        return InvalidJSONInput(data) if nested_too_deeply(value) else value
+
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, str):  # the text typed in, when the form is shown again with an error
             return value
-        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+        # A lone surrogate ("\ud800" is valid JSON) cannot be sent in a UTF-8 page: it is shown as U+FFFD.
+        return storable(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
 
 
 class ToolCallArgumentsForm(forms.ModelForm):

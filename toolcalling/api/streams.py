@@ -28,7 +28,7 @@ from rest_framework.views import APIView
 
 from .. import streaming
 from ..engine import RUN_TURN, Turn, enqueue, set_status
-from ..exceptions import TaskQueueUnavailable, TurnError
+from ..exceptions import EventsUnavailable, TaskQueueUnavailable, TurnError
 from ..models import Conversation
 from .errors import ErrorResponses
 
@@ -57,9 +57,11 @@ class EventStreamMixin:
 def stream_turn(request: Request, turn: Turn, content: str) -> HttpResponseBase:
     """Claim the conversation (``ConversationBusy`` propagates: the caller answers 409), run the turn
     in a thread, and stream its events until ``turn_end``."""
-    turn.claim()
     conversation_id = turn.conversation.pk
-    after = streaming.last_seq(conversation_id)
+    store = streaming.get_store()
+    turn.claim()
+    # Never raises: with the store unreachable the turn streams from this process (its in-process fallback).
+    backend, after = store.for_stream(str(conversation_id))
     done = threading.Event()
 
     def work() -> None:
@@ -71,6 +73,7 @@ def stream_turn(request: Request, turn: Turn, content: str) -> HttpResponseBase:
         except Exception:
             logger.exception("streamed turn of %s stopped on an internal error", conversation_id)
         finally:
+            store.release(str(conversation_id))  # the reader keeps its backend and reads on to turn_end
             done.set()
             connections.close_all()  # this thread's connections only
 
@@ -79,14 +82,17 @@ def stream_turn(request: Request, turn: Turn, content: str) -> HttpResponseBase:
     follower = streaming.Follower(
         after, until=lambda e: e.type == "turn_end", idle_timeout=math.inf, finished=done.is_set
     )
-    return streaming.sse_response(conversation_id, follower, asgi=is_asgi(request))
+    return streaming.sse_response(conversation_id, follower, asgi=is_asgi(request), backend=backend)
 
 
 def start_background_turn(request: Request, turn: Turn, content: str) -> Response:
     """Claim the conversation and hand the turn to a Celery worker; answer 202 with where to follow it."""
     conversation = turn.conversation
+    try:
+        after = streaming.last_seq(conversation.pk)
+    except EventsUnavailable:  # the turn runs all the same; its events are lost, the history has them
+        after = 0
     token = turn.claim()
-    after = streaming.last_seq(conversation.pk)
     try:
         enqueue(RUN_TURN, str(conversation.pk), content, str(token))
     except TaskQueueUnavailable:

@@ -184,7 +184,8 @@ def unknown_path(request: HttpRequest, path: str = "") -> JsonResponse:
 
 class ToolCallViewSet(ErrorResponses, viewsets.ReadOnlyModelViewSet):
     """Tool calls, filtered by ``?status=``: approvers see all, others their own. Approvers decide staff
-    calls, the conversation's user decides calls marked ``approver="user"``; anyone else gets a 403."""
+    calls, the conversation's user decides calls marked ``approver="user"``; others get a 403, or a 404 for a
+    call they may not even see."""
 
     permission_classes = [IsAuthenticated]
 
@@ -216,8 +217,10 @@ class ToolCallViewSet(ErrorResponses, viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self) -> QuerySet[ToolCall]:
         queryset = ToolCall.objects.select_related("conversation__user").order_by("-created_at", "-id")
-        # A decision finds any call and says 403 when it is not this user's to decide (approval.refusal).
-        if self.action not in ("approve", "reject") and not can_approve(self.request.user):
+        # Decisions too find only the calls this user may see: another user's call id is a 404 like a missing
+        # one (sequential ids would otherwise tell which calls exist). A call the user sees but may not decide
+        # (a staff call of their own conversation) is a 403 that says why (approval.refusal).
+        if not can_approve(self.request.user):
             queryset = queryset.filter(conversation__user=self.request.user)  # type: ignore[misc]  # IsAuthenticated
         wanted = self.request.query_params.get("status")
         if wanted:

@@ -22,14 +22,15 @@ def tool_for(call: ToolCall) -> Tool:
 
 
 def validate_arguments(call: ToolCall, arguments: Any) -> dict[str, Any]:
-    """Check edited arguments (JSON text or a dict) against the tool's signature.
+    """Check edited arguments (JSON text or a dict) against the tool's signature, strictly: an approver's edit
+    is taken as the schema says or refused (``"5"`` for an integer is refused, not read as 5).
 
     Raises ``InvalidArguments`` with a clear message, the same one the model would get."""
     try:
         tool = tool_for(call)
     except NotRegistered as exc:
         raise InvalidArguments(str(exc))
-    return tool.parse_arguments(arguments).model_dump(mode="json")
+    return tool.parse_arguments(arguments, strict=True).model_dump(mode="json")
 
 
 def edit_note(call: ToolCall) -> str:

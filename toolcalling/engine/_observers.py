@@ -50,11 +50,17 @@ class Observers:
         self.listeners = list(listeners)
         self.sender = type(view.assistant)
         self.span: Any = None
+        self.deltas = streaming.DeltaBuffer(lambda text: self._emit("delta", {"content": text}))
 
     # Events -----------------------------------------------------------------------------------------
 
     def emit(self, type: str, data: dict[str, Any]) -> None:
-        """Publish on the conversation's event stream, then tell this turn's listeners."""
+        """Publish on the conversation's event stream, then tell this turn's listeners (text gathered for a
+        ``delta`` goes out first, so events keep their order)."""
+        self.deltas.flush()
+        self._emit(type, data)
+
+    def _emit(self, type: str, data: dict[str, Any]) -> None:
         streaming.publish(self.view.conversation.pk, type, data)
         for listener in self.listeners:
             listener(type, data)
@@ -64,7 +70,8 @@ class Observers:
         self.emit("message", describe_message(message))
 
     def delta(self, text: str) -> None:
-        self.emit("delta", {"content": text})
+        """A piece of the model's text; pieces that come fast go out together (``streaming.DeltaBuffer``)."""
+        self.deltas.add(text)
 
     # The turn ---------------------------------------------------------------------------------------
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from ..conf import toolcalling_settings
+from ..toolkit import MAX_JSON_DEPTH, nested_too_deeply, storable_json
 from ._sdk import require_sdk
 from ._serving import ServedTools, UnknownTool
 
@@ -25,6 +27,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("toolcalling")
 
 SERVER_NAME = "django-toolcalling"
+
+# JSON-RPC's own codes (mcp.types has them too, but importing it needs the SDK, which the view may not have).
+PARSE_ERROR, INVALID_REQUEST, INTERNAL_ERROR = -32700, -32600, -32603
 
 
 @dataclass(kw_only=True)
@@ -53,19 +58,44 @@ class MCPEndpoint:
 
     def handle_bytes(self, body: bytes, *, protocol_version: str | None = None) -> Reply:
         """Answer a message as it arrived (an HTTP body, a stdio line); text that is not JSON is a parse error."""
-        from mcp.types import PARSE_ERROR
+        payload = self.read(body)
+        if isinstance(payload, Reply):
+            return payload
+        return self.handle(payload, protocol_version=protocol_version)
 
+    def read(self, body: bytes) -> Any:
+        """The JSON-RPC message or batch in ``body``, or the error ``Reply`` for input that cannot be one.
+
+        Text that is not JSON (not UTF-8, or nested past what the parser takes) is a parse error; a batch
+        longer than ``MCP_MAX_BATCH`` is refused whole, before any of it runs. Lone surrogates and NUL (valid
+        JSON, but text no database or UTF-8 encoder takes) become U+FFFD, as they do in a model's arguments.
+        """
         try:
             payload = json.loads(body)
         except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, or nested too deeply
             return self._error_reply(None, ProtocolError(PARSE_ERROR, f"Parse error: {exc}", status=400))
-        return self.handle(payload, protocol_version=protocol_version)
+        # The arguments' own limit is MAX_JSON_DEPTH; the envelope around them takes a few levels more.
+        if nested_too_deeply(payload, MAX_JSON_DEPTH + 8):
+            problem = f"Invalid request: nested more than {MAX_JSON_DEPTH} levels deep."
+            return self._error_reply(None, ProtocolError(INVALID_REQUEST, problem, status=400))
+        if isinstance(payload, list) and len(payload) > toolcalling_settings.MCP_MAX_BATCH:
+            problem = f"Invalid request: a batch holds at most {toolcalling_settings.MCP_MAX_BATCH} messages."
+            return self._error_reply(None, ProtocolError(INVALID_REQUEST, problem, status=400))
+        return storable_json(payload)
+
+    def refuse(self, code: int, message: str, *, status: int = 400) -> Reply:
+        """The error reply for input that is not a message at all (no id to answer)."""
+        return self._error_reply(None, ProtocolError(code, message, status=status))
+
+    @staticmethod
+    def requests_in(payload: Any) -> int:
+        """How many requests (messages with a method and an id) a read message or batch holds."""
+        items = payload if isinstance(payload, list) else [payload]
+        return sum(1 for item in items if isinstance(item, dict) and "method" in item and "id" in item)
 
     def handle(self, payload: Any, *, protocol_version: str | None = None) -> Reply:
         """Answer one parsed JSON-RPC message or batch. ``protocol_version`` is the ``MCP-Protocol-Version``
         header of an HTTP request, checked as the transport requires."""
-        from mcp.types import INVALID_REQUEST
-
         if isinstance(payload, list):  # a batch (protocol 2025-03-26); answered in order, notifications silently
             if not payload:
                 return self._error_reply(None, ProtocolError(INVALID_REQUEST, "Empty batch.", status=400))
@@ -91,7 +121,7 @@ class MCPEndpoint:
     # Messages ---------------------------------------------------------------------------------------
 
     def _dispatch(self, payload: Any) -> dict[str, Any] | None:
-        from mcp.types import INVALID_REQUEST, METHOD_NOT_FOUND, JSONRPCRequest
+        from mcp.types import METHOD_NOT_FOUND, JSONRPCRequest
 
         if not isinstance(payload, dict) or payload.get("jsonrpc") != "2.0":
             raise ProtocolError(INVALID_REQUEST, "Not a JSON-RPC 2.0 message.", status=400)
@@ -159,7 +189,9 @@ class MCPEndpoint:
 
     def discover(self, params: dict[str, Any]) -> dict[str, Any]:
         """A client probing for the per-request protocol revisions: name the handshake ones instead."""
-        raise _unsupported(str((params.get("_meta") or {}).get("io.modelcontextprotocol/protocolVersion", "")))
+        meta = params.get("_meta")
+        wanted = meta.get("io.modelcontextprotocol/protocolVersion", "") if isinstance(meta, dict) else ""
+        raise _unsupported(str(wanted))
 
     # Helpers ----------------------------------------------------------------------------------------
 

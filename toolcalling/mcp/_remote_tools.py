@@ -53,9 +53,9 @@ class RemoteTool(Tool):
     def module(self) -> str:
         return f"mcp:{self.server.name}.{self.remote_name}"
 
-    def parse_arguments(self, raw: str | dict[str, Any] | None) -> BaseModel:
+    def parse_arguments(self, raw: str | dict[str, Any] | None, *, strict: bool = False) -> BaseModel:
         data = arguments_object(raw)
-        problems = schema_problems(self.parameters, data)
+        problems = schema_problems(self.parameters, data)  # JSON schema validation coerces nothing: always strict
         if problems:
             raise InvalidArguments("; ".join(problems))
         return RemoteArguments.model_validate(data)

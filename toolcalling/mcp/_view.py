@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from django.http import HttpResponse
+from django.http.request import RawPostDataException
 from django.utils.translation import gettext as _
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import IsAuthenticated
@@ -21,10 +22,13 @@ from rest_framework.views import APIView
 from ..api.errors import ErrorResponses
 from ..assistant import Assistant
 from ..exceptions import NotRegistered
-from ._protocol import MCPEndpoint
+from ._protocol import PARSE_ERROR, MCPEndpoint, Reply
 
 # The challenge of a 401 when no configured authentication class names one (session authentication alone).
 FALLBACK_CHALLENGE = 'Session realm="api"'
+
+# Bodies the transport never sends; Django reads them as forms (a CSRF check does), so they are refused unread.
+FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 
 
 class MCPView(ErrorResponses, APIView):
@@ -45,7 +49,29 @@ class MCPView(ErrorResponses, APIView):
     def post(self, request: Request, assistant_id: str) -> HttpResponse:
         assistant = self.get_assistant(assistant_id)
         endpoint = MCPEndpoint(assistant, request.user)
-        reply = endpoint.handle_bytes(request.body, protocol_version=request.headers.get("MCP-Protocol-Version"))
+        body = self.body_of(request)
+        if body is None:
+            return self.answer(endpoint.refuse(PARSE_ERROR, "Parse error: the body must be JSON.", status=415))
+        payload = endpoint.read(body)
+        if isinstance(payload, Reply):
+            return self.answer(payload)
+        # DRF's throttles counted this request once; each further call of a batch counts as a request of its own.
+        for _request in range(endpoint.requests_in(payload) - 1):
+            self.check_throttles(request)
+        return self.answer(endpoint.handle(payload, protocol_version=request.headers.get("MCP-Protocol-Version")))
+
+    @staticmethod
+    def body_of(request: Request) -> bytes | None:
+        """The raw body; ``None`` for a form (MCP sends JSON), whose stream a CSRF check may have read already."""
+        if request.content_type.split(";")[0].strip().lower() in FORM_TYPES:
+            return None
+        try:
+            return request.body
+        except RawPostDataException:
+            return None
+
+    @staticmethod
+    def answer(reply: Reply) -> HttpResponse:
         if reply.body is None:
             return HttpResponse(status=202)  # only notifications: accepted, nothing to answer
         body = json.dumps(reply.body, ensure_ascii=False, separators=(",", ":"))

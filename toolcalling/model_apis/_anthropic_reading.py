@@ -190,6 +190,8 @@ def usage(value: Any) -> Usage:
         for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
     )
     prompt = fresh + reads + writes
+    if prompt + completion > 2 * read.MAX_COUNT:  # each part fits, their sum must fit the stored columns too
+        raise invalid(f"the token counts in usage are out of range (more than {2 * read.MAX_COUNT} in all)")
     return Usage(
         prompt_tokens=prompt,
         completion_tokens=completion,

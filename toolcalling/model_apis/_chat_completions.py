@@ -163,7 +163,9 @@ class StreamAssembler:
         self.reply = ModelReply(content=None, model=requested_model)
         self.on_delta = on_delta
         self.text: list[str] = []
-        self.calls: dict[int, dict[str, str]] = {}
+        self.refusal: list[str] = []
+        # Pieces are kept in lists and joined once: a long answer is assembled in time linear in its length.
+        self.calls: dict[int, dict[str, list[str]]] = {}
         self.chunks = 0
 
     def feed(self, data: Any) -> None:
@@ -185,6 +187,9 @@ class StreamAssembler:
             if content:
                 self.text.append(content)
                 self.on_delta(content)
+            refusal = read.text(delta.get("refusal"), "delta.refusal")
+            if refusal:
+                self.refusal.append(refusal)
             self._add_calls(delta.get("tool_calls"))
             if choice.get("finish_reason"):
                 self.reply.finish_reason = read.string(choice["finish_reason"])
@@ -197,13 +202,16 @@ class StreamAssembler:
     def finish(self) -> ModelReply:
         if not self.chunks:
             raise invalid("the stream carried no answer (is it a stream of server-sent events?)")
-        if not (self.text or self.calls or self.reply.finish_reason):
-            raise invalid("the stream ended without text, tool calls or a finish reason")
-        self.reply.content = "".join(self.text) if self.text else None
-        calls = [self.calls[index] for index in sorted(self.calls)]
+        calls = [{key: "".join(parts) for key, parts in self.calls[index].items()} for index in sorted(self.calls)]
+        content = "".join(self.text) if self.text else None
+        if content is None and not calls:  # judged as a completion is (reply_from_completion)
+            content = "".join(self.refusal) if self.refusal else None
+            if content is None:
+                raise invalid("the stream ended with neither text nor tool calls")
         for n, call in enumerate(calls):
             if not call["name"]:
                 raise invalid(f"streamed tool call {n} has no name")
+        self.reply.content = content
         self.reply.tool_calls = [RequestedCall(**call) for call in calls]
         return self.reply
 
@@ -217,14 +225,14 @@ class StreamAssembler:
             index = part.get("index", position)
             if not isinstance(index, int) or isinstance(index, bool):
                 raise invalid("a streamed tool call's index is not a number")
-            slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+            slot = self.calls.setdefault(index, {"id": [], "name": [], "arguments": []})
             if part.get("id"):
-                slot["id"] = read.string(part["id"])
+                slot["id"] = [read.string(part["id"])]
             function = part.get("function")
             if function is not None:
                 function = read.json_object(function, "a streamed tool call's function")
-                slot["name"] += read.text(function.get("name"), "function.name") or ""
-                slot["arguments"] += read.arguments(function.get("arguments"))
+                slot["name"].append(read.text(function.get("name"), "function.name") or "")
+                slot["arguments"].append(read.arguments(function.get("arguments")))
 
 
 def _raise_error_body(data: dict[str, Any]) -> None:
@@ -247,9 +255,8 @@ def _call(item: Any, where: str) -> RequestedCall:
 def _usage(value: Any) -> Usage:
     if not isinstance(value, dict):
         return Usage()
-    prompt, completion, total = (
-        read.count(value.get(key)) for key in ("prompt_tokens", "completion_tokens", "total_tokens")
-    )
+    prompt, completion = (read.count(value.get(key)) for key in ("prompt_tokens", "completion_tokens"))
+    total = read.count(value.get("total_tokens"), total=True)
     return Usage(
         prompt_tokens=prompt,
         completion_tokens=completion,

@@ -41,9 +41,20 @@ def arguments(value: Any) -> str:
     raise invalid("tool call arguments are neither text nor an object")
 
 
-def count(value: Any) -> int:
-    """A token count as the usage object gives it; anything that is not a count is none."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+# A message's token columns are 32-bit integers on every database: a count above this (no answer comes near it)
+# is refused, with room for the sum of two counts (a total the usage object leaves out) to fit as well.
+MAX_COUNT = (2**31 - 1) // 2
+
+
+def count(value: Any, *, total: bool = False) -> int:
+    """A token count as the usage object gives it; anything that is not a count is none, an absurd one refused
+    (``total``: a sum of two counts, which may be twice as large)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return 0
+    limit = 2 * MAX_COUNT if total else MAX_COUNT
+    if value > limit:
+        raise invalid(f"a token count in usage is out of range (more than {limit})")
+    return value
 
 
 def detail(usage: dict[str, Any], group: str, key: str) -> int:

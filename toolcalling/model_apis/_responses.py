@@ -300,9 +300,8 @@ def _finish_reason(data: dict[str, Any], calls: list[RequestedCall]) -> str:
 def _usage(value: Any) -> Usage:
     if not isinstance(value, dict):
         return Usage()
-    prompt, completion, total = (
-        read.count(value.get(key)) for key in ("input_tokens", "output_tokens", "total_tokens")
-    )
+    prompt, completion = (read.count(value.get(key)) for key in ("input_tokens", "output_tokens"))
+    total = read.count(value.get("total_tokens"), total=True)
     return Usage(
         prompt_tokens=prompt,
         completion_tokens=completion,

@@ -1,6 +1,7 @@
 """Streaming: each conversation's numbered event stream (in this process, or a Redis Stream shared by every
 process) and its server-sent events form. It knows nothing of turns: the engine publishes, readers follow."""
 
+from ._deltas import DeltaBuffer
 from ._event import Backend, Event
 from ._memory import MemoryBackend
 from ._redis import RedisBackend
@@ -23,6 +24,7 @@ __all__ = [
     "MEDIA_TYPE",
     "Follower",
     "Backend",
+    "DeltaBuffer",
     "Event",
     "EventStore",
     "MemoryBackend",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import threading
 import time
@@ -96,9 +97,12 @@ class MemoryBackend:
 
     def _after(self, conversation_id: str, after: int) -> list[Event]:
         stream = self._streams.get(conversation_id)
-        if stream is None or stream.last <= after:
+        if stream is None or stream.last <= after or not stream.events:
             return []
-        return [event for event, _ in stream.events if event.seq > after]
+        # Sequence numbers are consecutive (events are dropped only from the front): the first one wanted is
+        # found by arithmetic, not by a scan of every kept event on each read.
+        skip = max(0, after + 1 - stream.events[0][0].seq)
+        return [event for event, _ in itertools.islice(stream.events, skip, None)]
 
     def _add(self, stream: _Stream, event: Event, size: int) -> None:
         stream.events.append((event, size))

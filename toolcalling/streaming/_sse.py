@@ -12,6 +12,7 @@ from django.http import StreamingHttpResponse
 
 from ..conf import toolcalling_settings
 from . import _store as events
+from ._event import Backend
 
 logger = logging.getLogger("toolcalling")
 
@@ -103,12 +104,16 @@ class Follower:
         return lines, False
 
 
-def follow(conversation_id: Any, follower: Follower) -> Iterator[str]:
-    """The conversation's events as SSE text, read by a thread (WSGI servers)."""
+def follow(conversation_id: Any, follower: Follower, backend: Backend | None = None) -> Iterator[str]:
+    """The conversation's events as SSE text, read by a thread (WSGI servers); from ``backend`` when given
+    (a streamed turn's, see ``EventStore.for_stream``), else from where the store keeps them."""
     yield format_start(follower.after)
     while True:
         try:
-            batch = events.read(conversation_id, follower.after, follower.wait())
+            if backend is not None:
+                batch = backend.read(str(conversation_id), follower.after, follower.wait())
+            else:
+                batch = events.read(conversation_id, follower.after, follower.wait())
         except Exception:
             _read_failed(conversation_id)
             return
@@ -118,12 +123,15 @@ def follow(conversation_id: Any, follower: Follower) -> Iterator[str]:
             return
 
 
-async def afollow(conversation_id: Any, follower: Follower) -> AsyncIterator[str]:
+async def afollow(conversation_id: Any, follower: Follower, backend: Backend | None = None) -> AsyncIterator[str]:
     """The same, awaited on the event loop (ASGI servers): an idle reader holds no thread."""
     yield format_start(follower.after)
     while True:
         try:
-            batch = await events.aread(conversation_id, follower.after, follower.wait())
+            if backend is not None:
+                batch = await backend.aread(str(conversation_id), follower.after, follower.wait())
+            else:
+                batch = await events.aread(conversation_id, follower.after, follower.wait())
         except Exception:
             _read_failed(conversation_id)
             return
@@ -140,9 +148,11 @@ def _read_failed(conversation_id: Any) -> None:
     logger.warning("reading the events of conversation %s failed", conversation_id, exc_info=True)
 
 
-def sse_response(conversation_id: Any, follower: Follower, *, asgi: bool) -> StreamingHttpResponse:
+def sse_response(
+    conversation_id: Any, follower: Follower, *, asgi: bool, backend: Backend | None = None
+) -> StreamingHttpResponse:
     """An unbuffered ``text/event-stream`` response; ASGI servers get an async iterator."""
-    content = afollow(conversation_id, follower) if asgi else follow(conversation_id, follower)
+    content = afollow(conversation_id, follower, backend) if asgi else follow(conversation_id, follower, backend)
     resp = StreamingHttpResponse(content, content_type=f"{MEDIA_TYPE}; charset=utf-8")
     resp["Cache-Control"] = "no-cache"
     resp["X-Accel-Buffering"] = "no"  # nginx would otherwise hold the stream back

@@ -13,10 +13,12 @@ suits the development server and eager Celery.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
 from ..conf import toolcalling_settings
+from ..exceptions import EventsUnavailable
 from ._event import Backend, Event
 from ._memory import MemoryBackend
 from ._redis import RedisBackend
@@ -39,23 +41,31 @@ EVENT_TYPES = (
 )
 
 
-def _build_backend() -> Backend:
+def _build_store() -> EventStore:
     s = toolcalling_settings
+    memory = MemoryBackend(s.EVENTS_MAX_LEN, s.EVENTS_MAX_BYTES)
     if s.EVENTS_REDIS_URL:
-        return RedisBackend(s.EVENTS_REDIS_URL, s.EVENTS_MAX_LEN, s.EVENTS_TTL)
-    return MemoryBackend(s.EVENTS_MAX_LEN, s.EVENTS_MAX_BYTES)
+        return EventStore(RedisBackend(s.EVENTS_REDIS_URL, s.EVENTS_MAX_LEN, s.EVENTS_TTL), fallback=memory)
+    return EventStore(memory)
 
 
 class EventStore:
-    """The backend settings ask for, and how long to leave it alone after it could not be reached."""
+    """The backend settings ask for, how long to leave it alone after it could not be reached, and the
+    in-process store a streamed turn falls back to while it cannot be reached."""
 
     RETRY_AFTER = 5.0  # seconds to stop trying an unreachable store, so a turn is not slowed per event
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, fallback: Backend | None = None) -> None:
         self.backend = backend
+        self.fallback = fallback
         self.unreachable_until = 0.0
+        # Conversations whose streamed turn follows the fallback in this process (see ``for_stream``).
+        self.local: set[str] = set()
+        self._lock = threading.Lock()
 
     def publish(self, conversation_id: str, type: str, data: dict[str, Any]) -> Event | None:
+        if self.fallback is not None and conversation_id in self.local:
+            return self.fallback.publish(conversation_id, type, data)
         if time.monotonic() < self.unreachable_until:
             logger.warning("%s event of conversation %s not published: the event stream is unreachable", type,
                            conversation_id)  # fmt: skip
@@ -67,10 +77,48 @@ class EventStore:
             logger.exception("could not publish the %s event of conversation %s", type, conversation_id)
             return None
 
+    def last_seq(self, conversation_id: str) -> int:
+        """The latest event's number; ``EventsUnavailable`` when the store cannot be reached."""
+        if self.fallback is not None and conversation_id in self.local:
+            return self.fallback.last_seq(conversation_id)
+        if time.monotonic() < self.unreachable_until:
+            raise EventsUnavailable()
+        try:
+            return self.backend.last_seq(conversation_id)
+        except Exception as exc:
+            self.unreachable_until = time.monotonic() + self.RETRY_AFTER
+            logger.warning("the event stream of conversation %s is unreachable: %s", conversation_id, exc)
+            raise EventsUnavailable() from exc
+
+    def for_stream(self, conversation_id: str) -> tuple[Backend, int]:
+        """Where a streamed turn's response reads its events, and the number to read after. While the store
+        cannot be reached the turn streams from this process: its events go to the in-process fallback until
+        ``release()``, and readers elsewhere miss them (the history still has everything)."""
+        try:
+            return self.backend, self.last_seq(conversation_id)
+        except EventsUnavailable:
+            if self.fallback is None:
+                raise
+        with self._lock:
+            self.local.add(conversation_id)
+        logger.warning("conversation %s streams from this process: its event stream is unreachable", conversation_id)
+        return self.fallback, self.fallback.last_seq(conversation_id)
+
+    def backend_for(self, conversation_id: str) -> Backend:
+        """The backend that holds the conversation's events now."""
+        if self.fallback is not None and conversation_id in self.local:
+            return self.fallback
+        return self.backend
+
+    def release(self, conversation_id: str) -> None:
+        """The streamed turn is over: the conversation's next events go to the store again."""
+        with self._lock:
+            self.local.discard(conversation_id)
+
 
 def get_store() -> EventStore:
     """The event store of the current settings (built again when ``TOOLCALLING`` changes)."""
-    return toolcalling_settings.derived("events", lambda: EventStore(_build_backend()))
+    return toolcalling_settings.derived("events", _build_store)
 
 
 def get_backend() -> Backend:
@@ -88,17 +136,18 @@ def publish(conversation_id: Any, type: str, data: dict[str, Any]) -> Event | No
 
 def read(conversation_id: Any, after: int, timeout: float) -> list[Event]:
     """The events after ``after``, waiting up to ``timeout`` seconds for the first one."""
-    return get_backend().read(str(conversation_id), after, timeout)
+    return get_store().backend_for(str(conversation_id)).read(str(conversation_id), after, timeout)
 
 
 async def aread(conversation_id: Any, after: int, timeout: float) -> list[Event]:
     """``read`` for an event loop: the wait holds no thread (ASGI servers)."""
-    return await get_backend().aread(str(conversation_id), after, timeout)
+    return await get_store().backend_for(str(conversation_id)).aread(str(conversation_id), after, timeout)
 
 
 def last_seq(conversation_id: Any) -> int:
-    """The sequence number of the conversation's latest event (0 before the first)."""
-    return get_backend().last_seq(str(conversation_id))
+    """The sequence number of the conversation's latest event (0 before the first); ``EventsUnavailable``
+    (503) when the store cannot be reached."""
+    return get_store().last_seq(str(conversation_id))
 
 
 def describe_call(call: Any) -> dict[str, Any]:

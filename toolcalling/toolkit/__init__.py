@@ -10,7 +10,7 @@ from ._registry import assistants, tools
 from ._schema import describe_validation_error
 from ._search import SEARCH_TOOL_NAME, ToolIndex, ToolSearch, search_enabled, tokenize
 from ._sources import ToolSource
-from ._text import storable, storable_json, unique_call_ids
+from ._text import MAX_JSON_DEPTH, nested_too_deeply, storable, storable_json, unique_call_ids
 from ._tool import NAME_RE, ApprovalRule, Tool, arguments_object, make_tool, result_to_text, tool, tool_label
 
 __all__ = [
@@ -33,6 +33,8 @@ __all__ = [
     "split_extras",
     "storable",
     "storable_json",
+    "MAX_JSON_DEPTH",
+    "nested_too_deeply",
     "tokenize",
     "tool",
     "tool_label",

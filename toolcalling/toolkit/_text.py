@@ -12,6 +12,10 @@ from typing import Any
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 
+# How deeply JSON from outside (a model's arguments, an MCP client's, an approver's edit) may nest: far more
+# than any tool's schema needs, and within what every database's JSON column and Python's recursion take.
+MAX_JSON_DEPTH = 32
+
 MAX_CALL_ID = 64
 _CALL_ID = re.compile(r"^[A-Za-z0-9_.:-]+$")
 
@@ -32,6 +36,20 @@ def storable_json(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [storable_json(v) for v in value]
     return value
+
+
+def nested_too_deeply(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether a parsed JSON value nests objects and arrays more than ``limit`` levels deep (no recursion)."""
+    level: list[tuple[Any, int]] = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list | tuple) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        level.extend((child, depth + 1) for child in children)
+    return False
 
 
 def unique_call_ids(requested: Iterable[str | None], taken: Iterable[str]) -> list[str]:

@@ -16,7 +16,7 @@ from ..exceptions import ImproperlyDefined, InvalidArguments
 from ._context import ToolContext, holds_permissions
 from ._registry import tools as tool_registry
 from ._schema import build_arguments_model, describe_validation_error, json_schema, split_docstring, unexpected_keys
-from ._text import storable_json
+from ._text import MAX_JSON_DEPTH, nested_too_deeply, storable_json
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -36,13 +36,20 @@ def arguments_object(raw: Any) -> dict[str, Any]:
     """Arguments (JSON text, or already parsed) as a JSON object, empty text as ``{}``; else ``InvalidArguments``."""
     if raw is None or raw == "":
         return {}
+    too_deep = InvalidArguments(f"arguments are nested more than {MAX_JSON_DEPTH} levels deep")
     data = raw
     if isinstance(raw, str):
         try:
-            # Lone surrogates ("\ud800" is valid JSON) would fail the tool's own output; they become U+FFFD.
-            data = storable_json(json.loads(raw))
+            data = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise InvalidArguments(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})")
+        except RecursionError:
+            raise too_deep
+    if nested_too_deeply(data):  # before anything walks them recursively (or a JSON column refuses them)
+        raise too_deep
+    # Lone surrogates ("\ud800" is valid JSON) would fail the tool's own output, a page or an error message
+    # that shows them; they become U+FFFD, in text and in parsed arguments (an approver's edit) alike.
+    data = storable_json(data)
     if not isinstance(data, dict):
         raise InvalidArguments("arguments must be a JSON object")
     return data
@@ -104,13 +111,16 @@ class Tool:
     def user_may_use(self, user: object) -> bool:
         return not self.permissions or holds_permissions(user, self.permissions)
 
-    def parse_arguments(self, raw: str | dict[str, Any] | None) -> BaseModel:
-        """Parse and validate the model's arguments (JSON text or a dict)."""
+    def parse_arguments(self, raw: str | dict[str, Any] | None, *, strict: bool = False) -> BaseModel:
+        """Parse and validate the model's arguments (JSON text or a dict). ``strict``: as the JSON schema says,
+        with no coercion (``"5"`` is not an integer, nor ``true``), as an approver's edit is judged."""
         data = arguments_object(raw)
         unexpected = unexpected_keys(data, self.parameters)
         if unexpected:
             raise InvalidArguments("; ".join(f"{where}: unexpected argument" for where in unexpected))
         try:
+            if strict:  # JSON mode: dates, UUIDs and enum values still come as the strings JSON has for them
+                return self.arguments_model.model_validate_json(json.dumps(data), strict=True)
             return self.arguments_model.model_validate(data)
         except ValidationError as exc:
             raise InvalidArguments(describe_validation_error(exc))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import redirect_stdout
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -26,13 +27,19 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         user, assistant = user_and_assistant(options["user"], options["assistant"])
+        if not getattr(user, "is_active", True):  # as the site's authentication refuses them over HTTP (401)
+            raise CommandError(_("The user %(user)s is inactive.") % {"user": repr(options["user"])})
         if not assistant.has_permission(user):
             raise CommandError(
                 _("%(user)s may not use the assistant %(assistant)s.")
                 % {"user": options["user"], "assistant": repr(options["assistant"])}
             )
+        protocol = sys.stdout
         try:
-            serve_stdio(assistant, user, sys.stdin, sys.stdout)
+            # stdout carries JSON-RPC only: whatever else prints (the console e-mail backend, a tool's print())
+            # goes to stderr.
+            with redirect_stdout(sys.stderr):
+                serve_stdio(assistant, user, sys.stdin.buffer, protocol)
         except MCPNotInstalled as exc:
             raise CommandError(str(exc))
         except KeyboardInterrupt:
