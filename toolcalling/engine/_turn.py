@@ -28,6 +28,7 @@ from ..model_apis import ModelAPI, ModelReply, get_model_api
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import SEARCH_TOOL_NAME, Tool, ToolSearch, check_extras, search_enabled, with_extras
 from ..usage import Meter
+from ..usage import Usage as Counts
 from . import _memory as memory
 from . import _storage as storage
 from ._calls import CallPath, Limits
@@ -92,6 +93,7 @@ class Turn(TurnEnding):
         )
         self.history = memory.History()
         self.continuing = False
+        self.turn_counted = False  # the new message's turn is in ``meter.pending`` or stored (see ``claim``)
         self.ended = False
 
     @property
@@ -149,24 +151,52 @@ class Turn(TurnEnding):
     def claim(self, *, continuing: bool = False, content: str | None = None, metered: bool = True) -> uuid.UUID:
         """Mark the conversation ``running`` and hold its claim; only one turn runs per conversation at a time.
 
-        ``content``, the user's message, is stored in the same transaction as the claim. A new message over a
-        usage limit is refused first, before anything is stored (``metered=False``: a client's direct tool
-        call, which no limit counts)."""
+        ``content``, the user's message, is stored in the same transaction as the claim. A new message is a
+        turn its usage limits must have room for: decided in that transaction too, on the counters locked
+        there, so parallel messages never start more turns than a limit allows (``UsageLimitExceeded``, the
+        claim undone; ``metered=False``: a client's direct tool call, which no limit counts). A transaction the
+        database rolls back for a deadlock is tried again."""
         self.continuing = continuing
-        if metered and not continuing:
-            self.meter.check(new_turn=True, status=self.conversation.status)
-        with transaction.atomic(using=self.ledger.db):
-            storage.relax_durability(self.ledger.db)  # the turn's first durable write (answer with calls, end) takes it
-            token = self._claim(continuing)
-            if content is not None:  # the claim just made is the fence of this write
-                opening = storage.add_message(self.conversation, Message.Role.USER, content)
-                self.ledger.set_title_if_empty(" ".join(content.split())[:80])
-                self.meter.add(turns=1)
-                if self.meter.urgent:  # the message and its count are stored together
-                    self.ledger.count_usage()
-        if content is not None:
+        reserve = metered and not continuing
+        if reserve:
+            self.meter.check(new_turn=True, status=self.conversation.status)  # the common refusal: no write at all
+            self.meter.prepare()
+            self.meter.add(turns=1)  # counted here when limits apply, else with the turn's end
+            self.turn_counted = True
+        conv, pending = self.conversation, self.meter.pending
+        before = conv.status, conv.error, conv.turn_token
+
+        def attempt() -> tuple[uuid.UUID, Message | None]:
+            self.meter.pending = pending
+            with transaction.atomic(using=self.ledger.db):
+                storage.relax_durability(self.ledger.db)  # the turn's first durable write (calls, end) takes it
+                token = self._claim(continuing)
+                opening = None
+                if content is not None:  # the claim just made is the fence of this write
+                    opening = storage.add_message(conv, Message.Role.USER, content)
+                    self.ledger.set_title_if_empty(" ".join(content.split())[:80])
+                if reserve and self.meter.urgent:  # the turn, and the message with it, only if a limit has room
+                    self.ledger.count_usage(reserve=True, status=before[0])
+            return token, opening
+
+        try:
+            token, opening = storage.with_retries(attempt, self.ledger.db)
+        except BaseException:
+            conv.status, conv.error, conv.turn_token = before  # rolled back with the claim
+            self.ledger.token = None
+            raise
+        if opening is not None:
             self.record(opening)
         return token
+
+    def release(self) -> bool:
+        """Give back the claim ``claim()`` made for a turn that will not run (its task could not be queued):
+        the conversation is ``idle`` again and the turn the claim counted is taken back, so the counters still
+        equal the stored messages. False if the claim was lost meanwhile."""
+        counted = (
+            Counts(turns=1) if self.turn_counted and self.meter.urgent and not self.meter.pending.turns else Counts()
+        )
+        return self.ledger.release(counted)
 
     def _claim(self, continuing: bool) -> uuid.UUID:
         conv = self.conversation
@@ -211,7 +241,8 @@ class Turn(TurnEnding):
     def start(self, content: str | None) -> None:
         """Store the user's message (unless the claim did) and load the history the model will see."""
         if content is not None:
-            self.meter.add(turns=1)  # stored with the message
+            if not self.turn_counted and not self.meter.urgent:  # else the claim counted it (see ``claim``)
+                self.meter.add(turns=1)  # stored with the turn's end
             self.record(self.ledger.add_message(Message.Role.USER, content))
             self.ledger.set_title_if_empty(" ".join(content.split())[:80])
         self.observers.turn_started()
