@@ -4,7 +4,7 @@ import pytest
 
 from tests import services
 from tests.celery_app import app as celery_app
-from toolcalling.models import Conversation, Message
+from toolcalling.models import Conversation, Message, UsageCounter
 from toolcalling.streaming import EventStore
 
 from .helpers import get_events
@@ -96,3 +96,20 @@ def test_an_unreachable_event_stream_is_tried_again_once_the_retry_window_is_ove
     response = api.post(URL.format(conv.pk), {"content": "1+2?"}, format="json")
     assert response.status_code == 201 and response.json()["status"] == "idle"
     assert lost_events(caplog, conv) == [("tried", t) for t in TURN_EVENTS]
+
+
+@pytest.mark.toolcalling(EVENTS_IDLE_TIMEOUT=0.3, USAGE_LIMITS=[{"turns": 1, "per": "user", "period": "day"}])
+def test_a_turn_that_could_not_be_queued_gives_back_the_turn_its_claim_counted(model, conv, api, alice):
+    unreachable = {"broker_url": "redis://127.0.0.1:9/0", "broker_transport_options": {"max_retries": 0}}
+    with services.celery_conf(celery_app, task_always_eager=False, **unreachable):
+        response = api.post(URL.format(conv.pk), {"content": "hi", "background": True}, format="json")
+    assert response.status_code == 503 and response.json()["code"] == "queue_unavailable"
+
+    def counted():
+        rows = UsageCounter.objects.filter(scope="user", key=str(alice.pk), period="day")
+        return list(rows.values_list("turns", flat=True))
+
+    assert counted() in ([], [0])  # the turn that never ran is not counted ...
+    model.reply("Hello.")
+    assert api.post(URL.format(conv.pk), {"content": "hi"}, format="json").status_code == 201  # ... so it has room
+    assert counted() == [1]

@@ -27,7 +27,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import streaming
-from ..engine import RUN_TURN, Turn, enqueue, set_status
+from ..engine import RUN_TURN, Turn, enqueue
 from ..exceptions import EventsUnavailable, TaskQueueUnavailable, TurnError
 from ..models import Conversation
 from .errors import ErrorResponses
@@ -96,9 +96,8 @@ def start_background_turn(request: Request, turn: Turn, content: str) -> Respons
     try:
         enqueue(RUN_TURN, str(conversation.pk), content, str(token))
     except TaskQueueUnavailable:
+        turn.release()  # never started: the conversation is idle again, and the turn its claim counted undone
         conversation.refresh_from_db(fields=["status", "error"])
-        if conversation.status == Conversation.Status.RUNNING:  # never started: release the claim
-            set_status(conversation, Conversation.Status.IDLE)
         raise TaskQueueUnavailable(_("The turn could not be queued; try again."), status=conversation.status)
     # With eager Celery the turn has run by now (and may even have seen its conversation deleted).
     now = Conversation.objects.filter(pk=conversation.pk).values_list("status", flat=True).first()
