@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from rest_framework.throttling import UserRateThrottle
 
 from toolcalling.mcp._view import MCPView
-from toolcalling.models import Conversation, ToolCall
+from toolcalling.models import Conversation, ToolCall, UsageCounter
 
 pytestmark = pytest.mark.django_db
 
@@ -123,3 +123,21 @@ def _settings():
     from django.conf import settings
 
     return settings.TOOLCALLING
+
+
+@pytest.mark.toolcalling(USAGE_LIMITS=[{"tool_calls": 2, "per": "user", "period": "day"}])
+def test_each_call_of_a_batch_counts_for_the_usage_limits(model, api, alice):
+    batch = [rpc("tools/call", {"name": "add", "arguments": {"a": n, "b": 1}}, id=n) for n in range(3)]
+    answers = {a["id"]: a for a in post(api, batch).json()}
+    assert [answers[n]["result"].get("isError", False) for n in range(3)] == [False, False, True]
+    assert "limit" in answers[2]["result"]["content"][0]["text"]
+    assert ToolCall.objects.filter(status="succeeded").count() == 2
+    assert Conversation.objects.count() == 2  # the third never ran, and nothing of it is stored
+    counted = UsageCounter.objects.get(scope="user", key=str(alice.pk), period="day")
+    assert (counted.tool_calls, counted.turns) == (2, 0)  # calls, not messages
+
+
+def test_direct_calls_are_counted_without_limits_too(model, api, alice):
+    post(api, rpc("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}}))
+    counted = UsageCounter.objects.get(scope="user", key=str(alice.pk), period="day")
+    assert (counted.tool_calls, counted.turns, counted.tokens) == (1, 0, 0)

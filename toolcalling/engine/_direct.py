@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied
 
+from ..exceptions import UsageLimitExceeded
 from ..model_apis import ModelReply, RequestedCall
 from ..models import Conversation, ToolCall
 from ..toolkit import storable
@@ -42,8 +43,12 @@ def call_directly(
     )
     asked = RequestedCall(id=f"call_{uuid.uuid4().hex}", name=name, arguments=json.dumps(arguments or {}))
     calls: list[ToolCall] = []
-    for step in Turn(assistant, conversation, user=user).iter(asked=ModelReply(content="", tool_calls=[asked])):
-        if isinstance(step, Answered):
-            calls = step.calls
+    try:
+        for step in Turn(assistant, conversation, user=user).iter(asked=ModelReply(content="", tool_calls=[asked])):
+            if isinstance(step, Answered):
+                calls = step.calls
+    except UsageLimitExceeded:  # refused at the claim: nothing of the call was stored, nor is its conversation
+        conversation.delete()
+        raise
     # No call when a hook ended the turn (``EndTurn``) before it was stored; its message is the last one.
     return calls[0] if calls else None

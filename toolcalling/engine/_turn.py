@@ -124,7 +124,8 @@ class Turn(TurnEnding):
         had asked for them; once they are answered (or decided) the turn is over, as no model waits for them.
         """
         if not claimed:
-            self.claim(continuing=content is None and asked is None, content=content, metered=asked is None)
+            direct = len(asked.tool_calls) if asked is not None else 0
+            self.claim(continuing=content is None and asked is None, content=content, direct_calls=direct)
             content = None  # stored with the claim, in one transaction
         with self.guard():
             self.start(content)
@@ -148,17 +149,23 @@ class Turn(TurnEnding):
             self.end(ending)
         yield Ended(status=self.conversation.status, stopped=self.view.stopped)
 
-    def claim(self, *, continuing: bool = False, content: str | None = None, metered: bool = True) -> uuid.UUID:
+    def claim(self, *, continuing: bool = False, content: str | None = None, direct_calls: int = 0) -> uuid.UUID:
         """Mark the conversation ``running`` and hold its claim; only one turn runs per conversation at a time.
 
         ``content``, the user's message, is stored in the same transaction as the claim. A new message is a
         turn its usage limits must have room for: decided in that transaction too, on the counters locked
         there, so parallel messages never start more turns than a limit allows (``UsageLimitExceeded``, the
-        claim undone; ``metered=False``: a client's direct tool call, which no limit counts). A transaction the
-        database rolls back for a deadlock is tried again."""
+        claim undone). ``direct_calls``: the calls a client asked for directly (an MCP client): no message, so
+        no turn, but tool calls the ``tool_calls`` (and ``tokens``) limits judge and count the same way. A
+        transaction the database rolls back for a deadlock is tried again."""
         self.continuing = continuing
-        reserve = metered and not continuing
-        if reserve:
+        reserve = not continuing
+        if reserve and direct_calls:
+            self.meter.limits = [(limit, key) for limit, key in self.meter.limits if limit.quantity != "turns"]
+            self.meter.check(new_turn=False, status=self.conversation.status)
+            self.meter.prepare()
+            self.meter.add(tool_calls=direct_calls)  # counted here when limits apply, else with the turn's end
+        elif reserve:
             self.meter.check(new_turn=True, status=self.conversation.status)  # the common refusal: no write at all
             self.meter.prepare()
             self.meter.add(turns=1)  # counted here when limits apply, else with the turn's end
