@@ -30,7 +30,8 @@ from ..exceptions import TurnInterrupted
 from ..model_apis import ModelReply, Usage
 from ..models import Conversation, Message, ToolCall, UsageCounter
 from ..toolkit import storable, storable_json, unique_call_ids
-from ..usage import Meter
+from ..usage import UNPRICED, Cost, Meter, Pricing, add_cost, cost_increments
+from ..usage import Usage as MeteredUsage
 from ._writes import (
     OPEN_CALL_STATUSES,
     add_message,
@@ -73,10 +74,17 @@ def claim(
 class Ledger:
     """The writes of one turn, each refused once the turn no longer holds its claim (``TurnInterrupted``)."""
 
-    def __init__(self, conversation: Conversation, token: uuid.UUID | None = None, meter: Meter | None = None) -> None:
+    def __init__(
+        self,
+        conversation: Conversation,
+        token: uuid.UUID | None = None,
+        meter: Meter | None = None,
+        pricing: Pricing | None = None,
+    ) -> None:
         self.conversation = conversation
         self.token = token
         self.meter = meter  # the turn's usage counts, stored with its writes
+        self.pricing = pricing  # what its answers cost; without it, every answer is unpriced (never free)
         self.ended: str | None = None  # the status a write already ended the turn with
         self.stop_requested = False  # the owner asked the turn to stop, as its last write (or check) found
         self.db = write_db(conversation)  # where the turn's transactions open and its fence is read
@@ -88,12 +96,19 @@ class Ledger:
 
     @contextmanager
     def write(
-        self, *, usage: Usage | None = None, ending: str | None = None, error: str = "", durable: bool = True
+        self,
+        *,
+        usage: Usage | None = None,
+        cost: Cost | None = None,
+        ending: str | None = None,
+        error: str = "",
+        durable: bool = True,
     ) -> Iterator[None]:
         """A transaction in which this turn may write. The update that checks the claim also carries the
-        heartbeat, the tokens of a reply (``usage``) and the turn's end (``ending``), in one statement. That update
-        is also fenced by "no stop requested": only when it finds nothing does a second one tell a stop request
-        (``stop_requested``) from a lost claim. Last, it stores the usage the ``meter`` counted since the last write.
+        heartbeat, the tokens of a reply (``usage``) with what it cost (``cost``), and the turn's end (``ending``),
+        in one statement. That update is also fenced by "no stop requested": only when it finds nothing does a
+        second one tell a stop request (``stop_requested``) from a lost claim. Last, it stores the usage the
+        ``meter`` counted since the last write.
 
         ``durable=False`` (a tool's result, tokens of a retried answer) lets the commit return before it is
         on disk, where the database allows: the turn's next durable write (its next answer with calls, or its
@@ -103,6 +118,7 @@ class Ledger:
         values: dict[str, Any] = {"updated_at": timezone.now()}
         if usage is not None and usage.total_tokens:
             values.update({name: F(name) + getattr(usage, name) for name in TOKENS})
+            values.update(cost_increments(cost))
         if ending is not None:
             values.update(status=ending, error=storable(error), turn_token=None, stop_requested_at=None)
         with transaction.atomic(using=self.db):
@@ -123,6 +139,8 @@ class Ledger:
         if usage is not None:
             for name in TOKENS:
                 setattr(conv, name, getattr(conv, name) + getattr(usage, name))
+            if usage.total_tokens:
+                add_cost(conv, cost)
         if ending is not None:
             conv.status, conv.error, conv.turn_token, self.ended = ending, error, None, ending
 
@@ -130,19 +148,17 @@ class Ledger:
         """Add what the turn used since its last write to its usage counters, in the caller's transaction."""
         assert self.meter is not None
         counts, now = self.meter.pending, timezone.now()
-        added = {"tokens": counts.tokens, "turns": counts.turns, "tool_calls": counts.tool_calls}
         counters = UsageCounter.objects.using(router.db_for_write(UsageCounter))
 
-        def add(ids: list[int], amounts: dict[str, int]) -> int:
-            increments = {quantity: F(quantity) + amount for quantity, amount in amounts.items()}
-            return counters.filter(pk__in=ids).update(updated_at=now, **increments) if ids else 0
+        def add(ids: list[int], amounts: MeteredUsage) -> int:
+            return counters.filter(pk__in=ids).update(updated_at=now, **amounts.increments()) if ids else 0
 
         ids = self.meter.row_ids(now)
-        if add(ids, added) < len(ids):
+        if add(ids, counts) < len(ids):
             # A remembered row is gone (a flushed database) or not committed yet (another turn is making it):
             # take back what this update added to the rows it found, and count in the rows as they are now.
-            add(ids, {quantity: -amount for quantity, amount in added.items()})
-            add(self.meter.row_ids(now, fresh=True), added)
+            add(ids, MeteredUsage() - counts)
+            add(self.meter.row_ids(now, fresh=True), counts)
         self.meter.stored(counts)
 
     def check_stop(self) -> bool:
@@ -169,7 +185,8 @@ class Ledger:
         Each message and call is saved (not bulk-created), so a site's ``post_save`` receivers see it.
         """
         usage = reply.usage
-        with self.write(usage=usage, ending=ending):
+        cost = self.cost(reply)
+        with self.write(usage=usage, cost=cost, ending=ending):
             message = Message(
                 conversation=self.conversation,
                 role=Message.Role.ASSISTANT,
@@ -182,6 +199,8 @@ class Ledger:
                 cached_tokens=usage.cached_tokens,
                 reasoning_tokens=usage.reasoning_tokens,
                 reasoning=reply.reasoning,
+                cost=cost.amount,
+                price=cost.price.as_json() if cost.price is not None else None,
             )
             message.save()
             calls: list[ToolCall] = []
@@ -219,9 +238,14 @@ class Ledger:
             Conversation.objects.using(self.db).filter(pk=self.conversation.pk, title="").update(title=title)
             self.conversation.title = title
 
-    def add_usage(self, usage: Usage) -> None:
-        with self.write(usage=usage, durable=False):
+    def add_usage(self, reply: ModelReply) -> None:
+        """Add the tokens of an answer that is not stored (and what it cost) to the conversation's totals."""
+        with self.write(usage=reply.usage, cost=self.cost(reply), durable=False):
             pass
+
+    def cost(self, reply: ModelReply) -> Cost:
+        """What ``reply`` cost at the turn's prices."""
+        return self.pricing.cost(reply.model, reply.usage) if self.pricing is not None else UNPRICED
 
     def wait_for_approval(self, call: ToolCall) -> None:
         """Store a validated call as ``awaiting_approval``."""

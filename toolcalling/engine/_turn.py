@@ -27,7 +27,7 @@ from ..hooks import ModelRequest, TurnView
 from ..model_apis import ModelAPI, ModelReply, get_model_api
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import SEARCH_TOOL_NAME, Tool, ToolSearch, check_extras, search_enabled, with_extras
-from ..usage import Meter
+from ..usage import Meter, Pricing
 from . import _memory as memory
 from . import _storage as storage
 from ._calls import CallPath, Limits
@@ -67,7 +67,9 @@ class Turn(TurnEnding):
                              context=assistant.build_context(user, conversation), stream=stream)  # fmt: skip
         self.hooks = assistant.get_hooks()
         self.meter = Meter.build(assistant, self.view.context)  # usage limits across turns, counted by the ledger
-        self.ledger = storage.Ledger(conversation, token, meter=self.meter)  # token: a claim made elsewhere
+        self.pricing = Pricing(assistant.get_model(), assistant.get_api())  # what its answers cost
+        # token: a claim made elsewhere
+        self.ledger = storage.Ledger(conversation, token, meter=self.meter, pricing=self.pricing)
         self.observers = Observers(self.view, listeners or [])
         self.tools: dict[str, Tool] = {t.name: t for t in assistant.get_tools(self.view.context)}
         if assistant.argument_extras is not None:
@@ -263,7 +265,8 @@ class Turn(TurnEnding):
         with self.observers.model_call(request) as observe:
             reply = self.client.send(request, on_delta=self.observers.delta if self.view.stream else None)
             # What it used counts whatever comes next, and is stored with the next write.
-            self.meter.add(tokens=reply.usage.total_tokens, tool_calls=len(reply.tool_calls))
+            self.meter.add(tokens=reply.usage.total_tokens, tool_calls=len(reply.tool_calls),
+                           cost=self.ledger.cost(reply).amount)  # fmt: skip
             observe(reply)
         self.view.model_calls += 1
         for hook in reversed(self.hooks):
@@ -333,7 +336,7 @@ class Turn(TurnEnding):
     def send_back(self, reply: ModelReply, problem: str) -> None:
         """An invalid structured answer: its tokens count, it and the correction go to the next request only."""
         assert self.output is not None
-        self.ledger.add_usage(reply.usage)
+        self.ledger.add_usage(reply)
         self.history += self.output.correction(reply, problem)
         self.observers.output_retry(self.output.retries_used, problem)
 

@@ -12,6 +12,7 @@ import hashlib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from django.db import router
@@ -40,9 +41,27 @@ class Usage:
     tokens: int = 0
     turns: int = 0
     tool_calls: int = 0
+    cost: Decimal = Decimal(0)
+    """What the priced answers cost (in ``CURRENCY``)."""
+    unpriced: int = 0
+    """Answers whose model has no price: their cost is unknown, never zero."""
 
     def __bool__(self) -> bool:
-        return bool(self.tokens or self.turns or self.tool_calls)
+        return bool(self.tokens or self.turns or self.tool_calls or self.cost or self.unpriced)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(*(getattr(self, name) + getattr(other, name) for name in AMOUNTS))
+
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(*(getattr(self, name) - getattr(other, name) for name in AMOUNTS))
+
+    def increments(self) -> dict[str, Any]:
+        """``F()`` increments of a counter row by these amounts."""
+        return {COLUMNS.get(name, name): F(COLUMNS.get(name, name)) + getattr(self, name) for name in AMOUNTS}
+
+
+AMOUNTS = ("tokens", "turns", "tool_calls", "cost", "unpriced")
+COLUMNS = {"unpriced": "unpriced_replies"}  # amounts whose counter column has another name
 
 
 @dataclass(frozen=True)
@@ -106,16 +125,16 @@ class Meter:
 
     # After a model call -----------------------------------------------------------------------------
 
-    def add(self, *, tokens: int = 0, turns: int = 0, tool_calls: int = 0) -> None:
+    def add(self, *, tokens: int = 0, turns: int = 0, tool_calls: int = 0, cost: Decimal | None = Decimal(0)) -> None:
         """Count usage now; the turn's next write stores it in its own transaction (see ``pending``): no commit
-        of its own, and a check before the next model call comes after that write."""
-        self.pending = Usage(self.pending.tokens + tokens, self.pending.turns + turns,
-                             self.pending.tool_calls + tool_calls)  # fmt: skip
+        of its own, and a check before the next model call comes after that write. ``cost=None``: an answer
+        with tokens whose model has no price."""
+        unpriced = int(cost is None and tokens > 0)
+        self.pending += Usage(tokens, turns, tool_calls, cost or Decimal(0), unpriced)
 
     def stored(self, counts: Usage) -> None:
         """``counts`` of ``pending`` were added to the rows of ``row_ids`` by the caller's write."""
-        self.pending = Usage(self.pending.tokens - counts.tokens, self.pending.turns - counts.turns,
-                             self.pending.tool_calls - counts.tool_calls)  # fmt: skip
+        self.pending -= counts
 
     def flush(self) -> None:
         """Store what is pending by itself, when no write of the turn is left to carry it (it lost its claim)."""
@@ -123,9 +142,8 @@ class Meter:
         if not counts:
             return
         counter_model().objects.filter(pk__in=self.row_ids(now, fresh=True)).update(
-            tokens=F("tokens") + counts.tokens, turns=F("turns") + counts.turns,
-            tool_calls=F("tool_calls") + counts.tool_calls, updated_at=now,
-        )  # fmt: skip
+            updated_at=now, **counts.increments()
+        )
         self.stored(counts)
 
     @property
@@ -190,16 +208,15 @@ def matching(rows: Iterable[tuple[str, str, str, datetime.datetime]]) -> QuerySe
     return counters.filter(key__in=keys, period_start__in=starts).order_by()
 
 
-def read_counters(rows: list[tuple[str, str, str, datetime.datetime]]) -> dict[tuple, dict[str, int]]:
-    """The counters of ``rows`` in one query; a row nobody counted in yet is missing (zero)."""
+def read_counters(rows: list[tuple[str, str, str, datetime.datetime]]) -> dict[tuple, dict[str, Any]]:
+    """The counters of ``rows`` in one query, by amount (``cost`` a ``Decimal``); a row nobody counted in yet is
+    missing (zero)."""
     if not rows:
         return {}
     wanted = set(rows)
-    values = matching(rows).values_list("scope", "key", "period", "period_start", "tokens", "turns", "tool_calls")
-    found = {
-        (scope, key, period, start): {"tokens": tokens, "turns": turns, "tool_calls": tool_calls}
-        for scope, key, period, start, tokens, turns, tool_calls in values
-    }
+    columns = [COLUMNS.get(name, name) for name in AMOUNTS]
+    values = matching(rows).values_list("scope", "key", "period", "period_start", *columns)
+    found = {tuple(row[:4]): dict(zip(AMOUNTS, row[4:], strict=True)) for row in values}
     return {row: v for row, v in found.items() if row in wanted}
 
 
