@@ -1,17 +1,20 @@
-"""What usage is shown: a user's own usage and limits (``GET usage/``) and the rows of the current period for
-the admin."""
+"""What usage is shown: a user's own usage, costs and limits (``GET usage/``) and the rows of the current period
+for the admin."""
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from ..conf import toolcalling_settings
 from ._limits import UsageLimit, window
 from ._meter import Counted, Meter, counter_model, read_counters
+from ._prices import COST_PLACES
 
 if TYPE_CHECKING:
     from ..models import UsageCounter
@@ -40,6 +43,9 @@ def report(user: Any, assistants: Iterable[AssistantLike], now: datetime.datetim
         usage[period] = {
             **_period(period, now),
             **{quantity: counters.get(quantity, 0) for quantity in ("tokens", "turns", "tool_calls")},
+            # A decimal string, as on messages; answers whose model has no price are counted beside it.
+            "cost": money(counters.get("cost")),
+            "unpriced_answers": counters.get("unpriced", 0),
         }
     limits = []
     for (limit, key), assistant_ids in applying.items():
@@ -52,7 +58,12 @@ def report(user: Any, assistants: Iterable[AssistantLike], now: datetime.datetim
             **_period(limit.period, now),
             "assistants": assistant_ids,
         })  # fmt: skip
-    return {"usage": usage, "limits": limits}
+    return {"currency": toolcalling_settings.CURRENCY, "usage": usage, "limits": limits}
+
+
+def money(amount: Decimal | None) -> str:
+    """A cost as the API shows it: a decimal string with the places the database keeps."""
+    return str((amount or Decimal(0)).quantize(COST_PLACES))
 
 
 def _period(period: str, now: datetime.datetime) -> dict[str, str]:
