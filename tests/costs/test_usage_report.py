@@ -7,7 +7,7 @@ import pytest
 
 from toolcalling.testutils import override_toolcalling
 
-from .conftest import PRICED, new_conversation, post  # noqa: F401
+from .conftest import PRICED, post
 
 
 @pytest.mark.toolcalling(PRICES=PRICED, CURRENCY="EUR")
