@@ -63,7 +63,7 @@ def report(user: Any, assistants: Iterable[AssistantLike], now: datetime.datetim
 
 def money(amount: Decimal | None) -> str:
     """A cost as the API shows it: a decimal string with the places the database keeps."""
-    return str((amount or Decimal(0)).quantize(COST_PLACES))
+    return f"{(amount or Decimal(0)).quantize(COST_PLACES):f}"
 
 
 def _period(period: str, now: datetime.datetime) -> dict[str, str]:
