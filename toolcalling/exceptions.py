@@ -161,6 +161,15 @@ class TurnInterrupted(TurnError):
     default_detail = _("The turn stopped: the conversation was deleted or another turn took it over.")
 
 
+class TurnNotStored(TurnError):
+    """A write of the turn failed in the database (a deadlock retried until it gave up, a value out of the
+    column's range, the database gone): the turn ended ``failed``, without repeating the write that failed."""
+
+    status_code = http.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "turn_not_stored"
+    default_detail = _("The turn could not be stored and ended failed. Try again.")
+
+
 class ModelCallLimitExceeded(TurnError):
     """The model was asked ``MAX_MODEL_CALLS`` times in one turn without giving a final answer."""
 

@@ -8,13 +8,15 @@ may be written).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from django.db import DatabaseError
 from django.utils.translation import gettext as _
 
-from ..exceptions import TurnError, TurnInterrupted
+from ..exceptions import TurnError, TurnInterrupted, TurnNotStored
 from ..hooks import EndTurn
 from ..models import Conversation, Message
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from . import _storage as storage
     from ._calls import CallPath
     from ._observers import Observers
+
+logger = logging.getLogger("toolcalling")
 
 IDLE = Conversation.Status.IDLE
 AWAITING_APPROVAL = Conversation.Status.AWAITING_APPROVAL
@@ -85,21 +89,34 @@ class TurnEnding:
             except GeneratorExit:  # the consumer of ``Turn.iter()`` let go of it before the end
                 self.fail("the turn was stopped by its caller.")
                 raise
-            except BaseException:
+            except BaseException as exc:
+                if isinstance(exc, DatabaseError) or (self.ledger.failed and isinstance(exc, OverflowError)):
+                    # A write failed in the database (or could not be sent to it): the turn ends failed with an
+                    # error of its own, and without the write that failed (see ``Ledger.failed``).
+                    error = TurnNotStored()
+                    self.fail(str(error.detail))
+                    error.status, error.messages = self.conversation.status, list(self.view.messages)
+                    raise error from exc
                 self.fail(_("The turn stopped on an internal error."))
                 raise
         except TurnInterrupted as exc:
             # The claim is gone: nothing more may be written, and the stream now belongs to whoever holds it.
             # What the turn used still counts.
-            self.meter.flush()
+            self.ledger.end_counts()
             self.ended = True
             self.observers.turn_abandoned(str(exc))
             exc.messages = list(self.view.messages)
             raise
 
     def fail(self, error: str) -> None:
-        """End the turn as ``failed`` with every open call answered, so the next message works."""
-        for message in self.ledger.close_open_calls("the turn ended with an error.", started=self.calls.started):
+        """End the turn as ``failed`` with every open call answered, so the next message works. If answering
+        them fails too, the turn still ends: a conversation left ``running`` takes no message until it is swept."""
+        try:
+            closed = self.ledger.close_open_calls("the turn ended with an error.", started=self.calls.started)
+        except (DatabaseError, OverflowError):
+            logger.exception("the open calls of conversation %s could not be answered", self.conversation.pk)
+            closed = []
+        for message in closed:
             self.record(message)
         self.observers.turn_failed(error)
         self.end(FAILED, error)

@@ -15,23 +15,23 @@ what decides a write (the fence, the call ids already taken, the usage rows) is 
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from django.db import router, transaction
+from django.db import DatabaseError, router, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ..exceptions import TurnInterrupted
 from ..model_apis import ModelReply, Usage
-from ..models import Conversation, Message, ToolCall, UsageCounter
+from ..models import Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json, unique_call_ids
 from ..usage import UNPRICED, Cost, Meter, Pricing, add_cost, cost_increments
-from ..usage import Usage as MeteredUsage
 from ._writes import (
     OPEN_CALL_STATUSES,
     add_message,
@@ -39,12 +39,15 @@ from ._writes import (
     close_open_calls,
     relax_durability,
     update_call_if,
+    with_retries,
     write_db,
 )
 
 logger = logging.getLogger("toolcalling")
 
 RUNNING = Conversation.Status.RUNNING
+P = ParamSpec("P")
+R = TypeVar("R")
 TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens")
 
 
@@ -71,6 +74,24 @@ def claim(
     return token
 
 
+def retried(method: Callable[Concatenate[Ledger, P], R]) -> Callable[Concatenate[Ledger, P], R]:
+    """A write of a turn, tried again when the database rolled it back for a transient reason (a deadlock, a
+    lock it could not get; see ``with_retries``); once one fails for good, the writes that end the turn carry
+    nothing of it (``Ledger.failed``)."""
+
+    @functools.wraps(method)
+    def write(self: Ledger, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return with_retries(lambda: method(self, *args, **kwargs), self.db)
+        except TurnInterrupted:
+            raise
+        except BaseException:
+            self.failed = True
+            raise
+
+    return write
+
+
 class Ledger:
     """The writes of one turn, each refused once the turn no longer holds its claim (``TurnInterrupted``)."""
 
@@ -88,6 +109,7 @@ class Ledger:
         self.ended: str | None = None  # the status a write already ended the turn with
         self.stop_requested = False  # the owner asked the turn to stop, as its last write (or check) found
         self.db = write_db(conversation)  # where the turn's transactions open and its fence is read
+        self.failed = False  # a write of this turn raised: the writes that end it carry nothing of it
 
     def _held(self) -> QuerySet[Conversation]:
         """The conversation's row while this turn holds its claim (a queryset on the write database)."""
@@ -114,6 +136,10 @@ class Ledger:
         on disk, where the database allows: the turn's next durable write (its next answer with calls, or its
         end) carries it there before a tool runs again or the turn reports anything. An answer with calls is
         always durable before its tools run, so a crash can lose a result, never repeat a tool.
+
+        Once a write failed (``failed``), the writes that end the turn carry nothing of it: not its tokens, not
+        the usage counted with it, which are stored by themselves once the turn's end is (``end_counts``), so a
+        write that cannot succeed (a number out of range) does not keep the turn from ending.
         """
         values: dict[str, Any] = {"updated_at": timezone.now()}
         if usage is not None and usage.total_tokens:
@@ -121,6 +147,7 @@ class Ledger:
             values.update(cost_increments(cost))
         if ending is not None:
             values.update(status=ending, error=storable(error), turn_token=None, stop_requested_at=None)
+        meter, counted = self.meter, None
         with transaction.atomic(using=self.db):
             if not durable and ending is None:
                 relax_durability(self.db)
@@ -133,8 +160,11 @@ class Ledger:
                 self.stop_requested = True
             yield
             # Last, so the shared rows stay locked only until the commit; without limits, once, at the turn's end.
-            if self.meter is not None and self.meter.pending and (self.meter.urgent or ending is not None):
-                self.count_usage()
+            if meter is not None and meter.pending and not self.failed and (meter.urgent or ending is not None):
+                counted = meter.pending
+                meter.count(counted, timezone.now())
+        if counted is not None and meter is not None:
+            meter.stored(counted)
         conv = self.conversation
         if usage is not None:
             for name in TOKENS:
@@ -144,22 +174,26 @@ class Ledger:
         if ending is not None:
             conv.status, conv.error, conv.turn_token, self.ended = ending, error, None, ending
 
-    def count_usage(self) -> None:
-        """Add what the turn used since its last write to its usage counters, in the caller's transaction."""
+    def count_usage(self, *, reserve: bool = False, status: str | None = None) -> None:
+        """Add what the turn used since its last write to its usage counters, in the caller's transaction (a
+        caller that tries it again puts back ``meter.pending`` first). ``reserve``: a new turn, refused
+        (``UsageLimitExceeded`` naming the conversation's ``status`` before the claim, the caller's transaction
+        rolled back) if a limit has no room for it."""
         assert self.meter is not None
-        counts, now = self.meter.pending, timezone.now()
-        counters = UsageCounter.objects.using(router.db_for_write(UsageCounter))
-
-        def add(ids: list[int], amounts: MeteredUsage) -> int:
-            return counters.filter(pk__in=ids).update(updated_at=now, **amounts.increments()) if ids else 0
-
-        ids = self.meter.row_ids(now)
-        if add(ids, counts) < len(ids):
-            # A remembered row is gone (a flushed database) or not committed yet (another turn is making it):
-            # take back what this update added to the rows it found, and count in the rows as they are now.
-            add(ids, MeteredUsage() - counts)
-            add(self.meter.row_ids(now, fresh=True), counts)
+        counts = self.meter.pending
+        self.meter.count(counts, timezone.now(), reserve=reserve, status=status)
         self.meter.stored(counts)
+
+    def end_counts(self) -> None:
+        """After a failed write, once the turn's end is stored: the usage still pending, in a transaction of its
+        own. If that fails too (the amount cannot be stored), it is logged, never retried by a turn's write."""
+        if self.meter is None or not self.meter.pending:
+            return
+        try:
+            with_retries(self.meter.flush, self.db)
+        except (DatabaseError, OverflowError):
+            logger.exception("the usage of a failed turn of conversation %s could not be counted: %s",
+                             self.conversation.pk, self.meter.pending)  # fmt: skip
 
     def check_stop(self) -> bool:
         """Whether the owner asked this turn to stop, read now (one query); ``TurnInterrupted`` if the claim is gone."""
@@ -170,11 +204,13 @@ class Ledger:
             self.stop_requested = found[0] is not None
         return self.stop_requested
 
+    @retried
     def add_message(self, role: str, content: str, *, ending: str | None = None) -> Message:
         """Store a message; with ``ending``, the turn's end (that status) in the same transaction."""
         with self.write(ending=ending):
             return add_message(self.conversation, role, content)
 
+    @retried
     def add_reply(
         self, reply: ModelReply, *, data: Any = None, ending: str | None = None
     ) -> tuple[Message, list[ToolCall]]:
@@ -238,6 +274,7 @@ class Ledger:
             Conversation.objects.using(self.db).filter(pk=self.conversation.pk, title="").update(title=title)
             self.conversation.title = title
 
+    @retried
     def add_usage(self, reply: ModelReply) -> None:
         """Add the tokens of an answer that is not stored (and what it cost) to the conversation's totals."""
         with self.write(usage=reply.usage, cost=self.cost(reply), durable=False):
@@ -247,6 +284,7 @@ class Ledger:
         """What ``reply`` cost at the turn's prices."""
         return self.pricing.cost(reply.model, reply.usage) if self.pricing is not None else UNPRICED
 
+    @retried
     def wait_for_approval(self, call: ToolCall) -> None:
         """Store a validated call as ``awaiting_approval``."""
         call.requires_approval = True
@@ -257,6 +295,7 @@ class Ledger:
                 extras=storable_json(call.extras), requires_approval=True, approver=call.approver, status=call.status,
             )  # fmt: skip
 
+    @retried
     def answer_call(
         self, call: ToolCall, *, status: str, result: str, error: str = "", waiting: bool = False
     ) -> Message:
@@ -267,18 +306,22 @@ class Ledger:
                 raise TurnInterrupted(_("The call %(id)s was answered by someone else.") % {"id": call.call_id})
             return message
 
+    @retried
     def close_open_calls(
         self, reason: str, *, started: Iterable[int] | None = (), waiting: bool = False
     ) -> list[Message]:
         with self.write(durable=False):  # the turn's end follows
             return close_open_calls(self.conversation, reason, started=started, waiting=waiting)
 
+    @retried
     def set_status(self, status: str, error: str = "") -> None:
         """Store how the turn ended; the claim ends with it. Nothing to do if a write already ended it so."""
         if self.ended == status and not error:
             return
         with self.write(ending=status, error=error):
             pass
+        if self.failed:
+            self.end_counts()
 
     def _status_now(self) -> str | None:
         statuses = Conversation.objects.using(self.db).filter(pk=self.conversation.pk).order_by()

@@ -19,6 +19,7 @@ from ._writes import (
     send_post_save,
     set_status,
     update_call_if,
+    with_retries,
     write_db,
 )
 
@@ -37,5 +38,6 @@ __all__ = [
     "set_status",
     "to_openai",
     "update_call_if",
+    "with_retries",
     "write_db",
 ]

@@ -94,6 +94,7 @@ class Turn(TurnEnding):
         )
         self.history = memory.History()
         self.continuing = False
+        self.turn_counted = False  # the new message's turn is in ``meter.pending`` or stored (see ``claim``)
         self.ended = False
 
     @property
@@ -151,22 +152,41 @@ class Turn(TurnEnding):
     def claim(self, *, continuing: bool = False, content: str | None = None, metered: bool = True) -> uuid.UUID:
         """Mark the conversation ``running`` and hold its claim; only one turn runs per conversation at a time.
 
-        ``content``, the user's message, is stored in the same transaction as the claim. A new message over a
-        usage limit is refused first, before anything is stored (``metered=False``: a client's direct tool
-        call, which no limit counts)."""
+        ``content``, the user's message, is stored in the same transaction as the claim. A new message is a
+        turn its usage limits must have room for: decided in that transaction too, on the counters locked
+        there, so parallel messages never start more turns than a limit allows (``UsageLimitExceeded``, the
+        claim undone; ``metered=False``: a client's direct tool call, which no limit counts). A transaction the
+        database rolls back for a deadlock is tried again."""
         self.continuing = continuing
-        if metered and not continuing:
-            self.meter.check(new_turn=True, status=self.conversation.status)
-        with transaction.atomic(using=self.ledger.db):
-            storage.relax_durability(self.ledger.db)  # the turn's first durable write (answer with calls, end) takes it
-            token = self._claim(continuing)
-            if content is not None:  # the claim just made is the fence of this write
-                opening = storage.add_message(self.conversation, Message.Role.USER, content)
-                self.ledger.set_title_if_empty(" ".join(content.split())[:80])
-                self.meter.add(turns=1)
-                if self.meter.urgent:  # the message and its count are stored together
-                    self.ledger.count_usage()
-        if content is not None:
+        reserve = metered and not continuing
+        if reserve:
+            self.meter.check(new_turn=True, status=self.conversation.status)  # the common refusal: no write at all
+            self.meter.prepare()
+            self.meter.add(turns=1)  # counted here when limits apply, else with the turn's end
+            self.turn_counted = True
+        conv, pending = self.conversation, self.meter.pending
+        before = conv.status, conv.error, conv.turn_token
+
+        def attempt() -> tuple[uuid.UUID, Message | None]:
+            self.meter.pending = pending
+            with transaction.atomic(using=self.ledger.db):
+                storage.relax_durability(self.ledger.db)  # the turn's first durable write (calls, end) takes it
+                token = self._claim(continuing)
+                opening = None
+                if content is not None:  # the claim just made is the fence of this write
+                    opening = storage.add_message(conv, Message.Role.USER, content)
+                    self.ledger.set_title_if_empty(" ".join(content.split())[:80])
+                if reserve and self.meter.urgent:  # the turn, and the message with it, only if a limit has room
+                    self.ledger.count_usage(reserve=True, status=before[0])
+            return token, opening
+
+        try:
+            token, opening = storage.with_retries(attempt, self.ledger.db)
+        except BaseException:
+            conv.status, conv.error, conv.turn_token = before  # rolled back with the claim
+            self.ledger.token = None
+            raise
+        if opening is not None:
             self.record(opening)
         return token
 
@@ -213,7 +233,8 @@ class Turn(TurnEnding):
     def start(self, content: str | None) -> None:
         """Store the user's message (unless the claim did) and load the history the model will see."""
         if content is not None:
-            self.meter.add(turns=1)  # stored with the message
+            if not self.turn_counted and not self.meter.urgent:  # else the claim counted it (see ``claim``)
+                self.meter.add(turns=1)  # stored with the turn's end
             self.record(self.ledger.add_message(Message.Role.USER, content))
             self.ledger.set_title_if_empty(" ".join(content.split())[:80])
         self.observers.turn_started()

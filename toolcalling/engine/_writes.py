@@ -8,10 +8,13 @@ for the call with ``created=False`` and the ``update_fields`` it wrote.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
-from django.db import connections, router, transaction
+from django.db import DatabaseError, connections, router, transaction
 from django.db.models import Model
 from django.db.models.signals import post_save
 from django.utils import timezone
@@ -20,6 +23,13 @@ from ..models import Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json
 
 OPEN_CALL_STATUSES = (ToolCall.Status.RUNNING, ToolCall.Status.APPROVED)
+ATTEMPTS = 5  # of a transaction the database rolled back for a deadlock or a lock it could not get
+# PostgreSQL's deadlock_detected and serialization_failure; MariaDB's deadlock and lock wait timeout.
+TRANSIENT_SQLSTATES = ("40P01", "40001")
+TRANSIENT_ERRNOS = (1213, 1205)
+
+logger = logging.getLogger("toolcalling")
+T = TypeVar("T")
 
 
 def write_db(conversation: Conversation | None = None) -> str:
@@ -42,6 +52,37 @@ def relax_durability(using: str | None = None) -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether the database rolled the transaction back only because of other transactions at the same time
+    (a deadlock, a serialization failure, a lock wait that timed out, SQLite's "database is locked"): trying
+    the same transaction again may succeed."""
+    if not isinstance(exc, DatabaseError):
+        return False
+    cause = exc.__cause__
+    if getattr(cause, "sqlstate", None) in TRANSIENT_SQLSTATES:
+        return True
+    args = getattr(cause, "args", ())
+    if args and args[0] in TRANSIENT_ERRNOS:
+        return True
+    return "database is locked" in str(exc)
+
+
+def with_retries(attempt: Callable[[], T], using: str) -> T:
+    """Run ``attempt``, a whole transaction on ``using``, again (a few times) when the database rolled it back
+    for a transient reason (``is_transient``). Inside a caller's transaction nothing can be tried again (the
+    caller's transaction is what was rolled back): the error goes to the caller."""
+    for tries in range(1, ATTEMPTS + 1):
+        try:
+            return attempt()
+        except DatabaseError as exc:
+            if tries == ATTEMPTS or not is_transient(exc) or connections[using].in_atomic_block:
+                raise
+            logger.warning("a transaction was rolled back (%s); trying it again (%d of %d)", exc, tries, ATTEMPTS)
+            # A random wait, growing: transactions that met in a deadlock do not meet again at once.
+            time.sleep(random.uniform(0, 0.01 * 2**tries))  # noqa: S311 (not a secret)
+    raise AssertionError("unreachable")  # the last attempt returned or raised
 
 
 def send_post_save(instance: Model, update_fields: Iterable[str], using: str) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from django.db import router
+from django.db import router, transaction
 from django.db.models import F, QuerySet
 from django.utils import formats, timezone
 from django.utils.timesince import timeuntil
@@ -56,12 +56,16 @@ class Usage:
         return Usage(*(getattr(self, name) - getattr(other, name) for name in AMOUNTS))
 
     def increments(self) -> dict[str, Any]:
-        """``F()`` increments of a counter row by these amounts."""
-        return {COLUMNS.get(name, name): F(COLUMNS.get(name, name)) + getattr(self, name) for name in AMOUNTS}
+        """``F()`` increments of a counter row by the amounts that are not zero."""
+        return {column(name): F(column(name)) + getattr(self, name) for name in AMOUNTS if getattr(self, name)}
 
 
 AMOUNTS = ("tokens", "turns", "tool_calls", "cost", "unpriced")
 COLUMNS = {"unpriced": "unpriced_replies"}  # amounts whose counter column has another name
+
+
+def column(amount: str) -> str:
+    return COLUMNS.get(amount, amount)
 
 
 @dataclass(frozen=True)
@@ -137,14 +141,57 @@ class Meter:
         self.pending -= counts
 
     def flush(self) -> None:
-        """Store what is pending by itself, when no write of the turn is left to carry it (it lost its claim)."""
+        """Store what is pending by itself, when no write of the turn is left to carry it (it lost its claim, or
+        the write that carried it failed): a transaction of its own."""
         counts, now = self.pending, timezone.now()
         if not counts:
             return
-        counter_model().objects.filter(pk__in=self.row_ids(now, fresh=True)).update(
-            updated_at=now, **counts.increments()
-        )
+        with transaction.atomic(using=router.db_for_write(counter_model())):
+            self.count(counts, now)
         self.stored(counts)
+
+    def count(self, counts: Usage, now: datetime.datetime, *, reserve: bool = False, status: str | None = None) -> None:
+        """Add ``counts`` to the turn's rows, in the caller's transaction.
+
+        The rows are locked first, in the order of their ids, and only then updated: turns that count into the
+        same rows at once wait for each other in one order instead of deadlocking (one ``UPDATE`` of several rows
+        locks them in whatever order the database happens to scan them). With ``reserve`` (a new turn) the locked
+        rows, which no other turn can change until the commit, decide whether the turn may start: every limit
+        needs room for what ``counts`` adds to it, else ``UsageLimitExceeded`` and the caller's transaction, and
+        the claim made in it, roll back. N turns at once against a limit of L turns so start at most L.
+        """
+        ids = self.row_ids(now)
+        found = lock_counters(ids)
+        if len(found) < len(ids):  # a remembered row is gone (a flushed database): make the rows again
+            ids = self.row_ids(now, fresh=True)
+            found = lock_counters(ids)
+        if reserve:
+            self.reserve(found, counts, now, status)
+        increments = counts.increments()
+        if increments:
+            counters().filter(pk__in=ids).update(updated_at=now, **increments)
+
+    def reserve(self, found: dict[tuple, dict[str, Any]], counts: Usage, now: datetime.datetime,
+                status: str | None) -> None:  # fmt: skip
+        """Refuse ``counts`` if a limit has no room for them in the locked rows ``found``: a limit whose counter
+        is at its maximum refuses anything, and one of what is counted before it is spent (turns) refuses more
+        than its room. Generic over the amount, so a limit counted in money works the same."""
+        over = []
+        for limit, key in self.limits:
+            row = Counted(limit.scope, key, limit.period).row(now)
+            used = found.get(row, {}).get(limit.quantity, 0)
+            if used >= limit.maximum or used + getattr(counts, limit.quantity) > limit.maximum:
+                over.append((window(limit.period, now)[1], limit, used))
+        if over:
+            # The one that lasts longest: retrying before it resets cannot succeed.
+            end, limit, used = max(over, key=lambda item: item[0])
+            raise exceeded(limit, used, end, now, status=status)
+
+    def prepare(self) -> None:
+        """Make the rows the turn counts in, if this process has not seen them yet, before the turn's first
+        transaction: inserting a row that exists locks it (MariaDB) or waits for the turn inserting it
+        (PostgreSQL), a lock held to the commit, taken out of order."""
+        self.row_ids(timezone.now())
 
     @property
     def urgent(self) -> bool:
@@ -162,7 +209,7 @@ class Meter:
             UsageCounter = counter_model()
             UsageCounter.objects.bulk_create(
                 [UsageCounter(scope=s, key=k, period=p, period_start=start, user_id=rows[(s, k, p, start)].user_id,
-                              updated_at=now) for s, k, p, start in rows],
+                              updated_at=now) for s, k, p, start in sorted(rows)],  # in one order, as they lock
                 ignore_conflicts=True,
             )  # fmt: skip
             for pk, *row in matching(rows).values_list("pk", "scope", "key", "period", "period_start"):
@@ -197,15 +244,27 @@ def counter_model() -> type[UsageCounter]:
     return UsageCounter
 
 
+def counters() -> QuerySet[UsageCounter]:
+    """The counters on the database they are written to."""
+    UsageCounter = counter_model()
+    return UsageCounter.objects.using(router.db_for_write(UsageCounter))
+
+
+def lock_counters(ids: list[int]) -> dict[tuple, dict[str, Any]]:
+    """Lock the counters ``ids`` in the order of their ids (on SQLite the transaction holds the whole database)
+    and read them as they are now: ``{(scope, key, period, period_start): {quantity: amount}}``."""
+    names = ("scope", "key", "period", "period_start", *map(column, AMOUNTS))
+    locked = counters().select_for_update().filter(pk__in=ids).order_by("pk").values_list(*names)
+    return {tuple(values[:4]): dict(zip(AMOUNTS, values[4:], strict=True)) for values in locked}
+
+
 def matching(rows: Iterable[tuple[str, str, str, datetime.datetime]]) -> QuerySet[UsageCounter]:
     """The counters that may be ``rows``: two plain lookups, cheaper to build than an OR of four keys per row;
     the caller picks the exact rows. Read from the database the counters are written to: what is read here
     decides a write (which rows to add to) or a refusal (a limit reached)."""
     rows = list(rows)
     keys, starts = {row[1] for row in rows}, {row[3] for row in rows}
-    UsageCounter = counter_model()
-    counters = UsageCounter.objects.using(router.db_for_write(UsageCounter))
-    return counters.filter(key__in=keys, period_start__in=starts).order_by()
+    return counters().filter(key__in=keys, period_start__in=starts).order_by()
 
 
 def read_counters(rows: list[tuple[str, str, str, datetime.datetime]]) -> dict[tuple, dict[str, Any]]:
@@ -214,8 +273,7 @@ def read_counters(rows: list[tuple[str, str, str, datetime.datetime]]) -> dict[t
     if not rows:
         return {}
     wanted = set(rows)
-    columns = [COLUMNS.get(name, name) for name in AMOUNTS]
-    values = matching(rows).values_list("scope", "key", "period", "period_start", *columns)
+    values = matching(rows).values_list("scope", "key", "period", "period_start", *map(column, AMOUNTS))
     found = {tuple(row[:4]): dict(zip(AMOUNTS, row[4:], strict=True)) for row in values}
     return {row: v for row, v in found.items() if row in wanted}
 
