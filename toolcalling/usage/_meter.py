@@ -22,8 +22,9 @@ from django.utils.timesince import timeuntil
 from django.utils.translation import gettext as _
 
 from ..conf import toolcalling_settings
-from ..exceptions import UsageLimitExceeded
-from ._limits import UsageLimit, parse_limits, site_limits, window
+from ..exceptions import UnpricedModel, UsageLimitExceeded
+from ._costs import Pricing
+from ._limits import UsageLimit, parse_limits, shown, site_limits, window
 
 if TYPE_CHECKING:
     from ..models import UsageCounter
@@ -84,10 +85,14 @@ class Counted:
 class Meter:
     """The limits that apply to one user's turns with one assistant, with their scope keys resolved."""
 
-    def __init__(self, limits: Iterable[tuple[UsageLimit, str]], counted: Iterable[Counted]) -> None:
+    def __init__(
+        self, limits: Iterable[tuple[UsageLimit, str]], counted: Iterable[Counted], unpriced_model: str = ""
+    ) -> None:
         self.limits = list(limits)
         self.counted = list(dict.fromkeys(counted))
         self.pending = Usage()  # counted, not yet stored (see ``add`` and ``flush``)
+        # A model with no price under a cost limit: its turns are refused, never counted as free (see ``check``).
+        self.unpriced_model = unpriced_model
 
     @classmethod
     def build(cls, assistant: AssistantLike, ctx: ToolContext) -> Meter:
@@ -104,13 +109,24 @@ class Meter:
         counted = [Counted(scope, key, period) for scope, period in ALWAYS_COUNTED if (key := keys[scope]) is not None]
         counted += [Counted(limit.scope, key, limit.period) for limit, key in limits]
         # Rows of the user scope name the user too, so the admin can show and filter them by user.
-        return cls(limits, [Counted(c.scope, c.key, c.period, user_id if c.scope == "user" else None) for c in counted])
+        counted = [Counted(c.scope, c.key, c.period, user_id if c.scope == "user" else None) for c in counted]
+        unpriced = ""
+        if any(limit.quantity == "cost" for limit, _key in limits):
+            pricing = Pricing(assistant.get_model(), assistant.get_api())
+            unpriced = "" if pricing.priced else pricing.model
+        return cls(limits, counted, unpriced)
 
     # Before a model call ----------------------------------------------------------------------------
 
     def check(self, *, new_turn: bool, status: str | None = None) -> None:
         """Raise ``UsageLimitExceeded`` if a limit has no room left: for a new message every limit, before a
         model call within a turn the ``tokens`` and ``tool_calls`` limits (the turn itself was counted)."""
+        if self.unpriced_model:
+            raise UnpricedModel(
+                _("This assistant's model %(model)s has no price, and a cost limit applies: its use cannot be counted.")
+                % {"model": self.unpriced_model},
+                status=status,
+            )
         limits = [(limit, key) for limit, key in self.limits if new_turn or limit.quantity != "turns"]
         if not limits:
             return
@@ -283,7 +299,8 @@ def exceeded(
 ) -> UsageLimitExceeded:
     """The error for a limit with no room left, worded for the user, with when it resets (``status``: the
     conversation's, for the error body, when no turn started)."""
-    words = {"tokens": _("tokens"), "turns": _("messages"), "tool_calls": _("tool calls")}
+    words = {"tokens": _("tokens"), "turns": _("messages"), "tool_calls": _("tool calls"),
+             "cost": toolcalling_settings.CURRENCY}  # fmt: skip
     periods = {"hour": _("hour"), "day": _("day"), "month": _("month")}
     values = {
         "maximum": formats.number_format(limit.maximum, force_grouping=True),
@@ -301,6 +318,6 @@ def exceeded(
     }
     other = _("The limit of %(maximum)s %(quantity)s per %(period)s for %(scope)s is reached. It resets in %(wait)s.")
     detail = sentences.get(limit.scope if isinstance(limit.per, str) else "", other) % values
-    described = {**limit.describe(), "used": used, "resets_at": end.isoformat()}
+    described = {**limit.describe(), "used": shown(used), "resets_at": end.isoformat()}
     wait = max(1, math.ceil((end - now).total_seconds()))
     return UsageLimitExceeded(detail, status=status, wait=wait, limit=described)

@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from ..conf import toolcalling_settings
-from ._limits import UsageLimit, window
+from ._limits import UsageLimit, shown, window
 from ._meter import Counted, Meter, counter_model, read_counters
 from ._prices import COST_PLACES
 
@@ -49,11 +49,12 @@ def report(user: Any, assistants: Iterable[AssistantLike], now: datetime.datetim
         }
     limits = []
     for (limit, key), assistant_ids in applying.items():
-        amount = used.get(rows[(limit, key)], {}).get(limit.quantity, 0)
+        zero = Decimal(0) if limit.quantity == "cost" else 0  # a cost shows as a decimal string, also when 0
+        amount = used.get(rows[(limit, key)], {}).get(limit.quantity, zero)
         limits.append({
             **limit.describe(),
-            "used": amount,
-            "remaining": max(0, limit.maximum - amount),
+            "used": shown(amount),
+            "remaining": shown(max(zero, limit.maximum - amount)),
             "exceeded": amount >= limit.maximum,
             **_period(limit.period, now),
             "assistants": assistant_ids,
