@@ -50,7 +50,7 @@ class ErrorSerializer(serializers.Serializer):
     code = serializers.CharField(
         help_text="What went wrong, for programs: conversation_busy, nothing_waiting, assistant_unavailable, "
         "already_decided, model_error, model_call_limit_exceeded, tool_call_limit_exceeded, "
-        "output_validation_failed, tool_error, usage_limit_exceeded, queue_unavailable, or DRF's own "
+        "output_validation_failed, tool_error, usage_limit_exceeded, unpriced_model, queue_unavailable, or DRF's own "
         "(not_authenticated, permission_denied, not_found, throttled, ...)."
     )
     status = serializers.CharField(
@@ -227,7 +227,11 @@ ERRORS: dict[int, OpenApiResponse] = {
     409: OpenApiResponse(ErrorSerializer, description="A conflict; `code` says which."),
     429: OpenApiResponse(ErrorSerializer, description="throttled, usage_limit_exceeded (with Retry-After)."),
     501: OpenApiResponse(ErrorSerializer, description="Not implemented here."),
-    503: OpenApiResponse(ErrorSerializer, description="queue_unavailable: nothing was started or decided."),
+    503: OpenApiResponse(
+        ErrorSerializer,
+        description="queue_unavailable, or unpriced_model (a cost limit applies and the assistant's model has no "
+        "price): nothing was started or decided.",
+    ),
 }
 
 
