@@ -42,5 +42,5 @@ def test_staff_open_the_spend_chart_from_the_conversations_and_download_its_csv(
     with page.expect_download() as download:
         page.locator("#spend-csv").click()
     lines = open(download.value.path(), encoding="utf-8").read().splitlines()
-    assert lines[0] == "day,assistant,cost,currency,tokens,turns,tool_calls,unpriced_answers"
+    assert lines[0] == "day,assistant,cost,currency,tokens,turns,tool_calls,unpriced_replies"
     assert len(lines) == 1 + 5

@@ -62,7 +62,7 @@ def test_a_model_without_a_price_costs_null_never_zero(model, api, conversation)
     assert conv["cost"] is None and conv["unpriced_replies"] == 1
 
 
-def test_a_conversation_of_priced_and_unpriced_answers_shows_the_priced_sum_and_counts_the_others(model, alice):
+def test_a_conversation_of_priced_and_unpriced_replies_shows_the_priced_sum_and_counts_the_others(model, alice):
     model.reply("Priced.", usage={"prompt_tokens": 1000, "completion_tokens": 100})
     with override_toolcalling(PRICES={toolcalling_settings.MODEL: {"input": "1", "output": "2"}}):
         result = Assistant.get("helper").run(alice, "one")

@@ -26,7 +26,7 @@ def test_the_usage_shows_the_cost_of_the_day_and_the_month_in_the_currency(api, 
     expected = (Decimal(400 + 60 + 400) + Decimal(2000 + 200)) / 1_000_000
     for period in ("day", "month"):
         assert Decimal(body["usage"][period]["cost"]) == expected == Decimal("0.00306")
-        assert body["usage"][period]["unpriced_answers"] == 0
+        assert body["usage"][period]["unpriced_replies"] == 0
         assert body["usage"][period]["tokens"] == 3150
 
 
@@ -37,4 +37,4 @@ def test_answers_without_a_price_are_counted_beside_the_cost(api, model, new_con
         model.reply("Priced.", usage={"prompt_tokens": 1000, "completion_tokens": 0, "cached_tokens": 0})
         assert post(api, new_conversation(), "hi").status_code == 201
         day = api.get("/api/toolcalling/usage/").json()["usage"]["day"]
-    assert Decimal(day["cost"]) == Decimal("0.001") and day["unpriced_answers"] == 1
+    assert Decimal(day["cost"]) == Decimal("0.001") and day["unpriced_replies"] == 1

@@ -156,7 +156,7 @@ def csv_response(found: Spend) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="spend-{day_of(found.days[-1])}.csv"'
     writer = csv.writer(response)
-    writer.writerow(["day", "assistant", "cost", "currency", "tokens", "turns", "tool_calls", "unpriced_answers"])
+    writer.writerow(["day", "assistant", "cost", "currency", "tokens", "turns", "tool_calls", "unpriced_replies"])
     currency = toolcalling_settings.CURRENCY
     for row in found.rows:
         cost = shown(row.cost)

@@ -123,7 +123,7 @@ class UsedInPeriodSerializer(serializers.Serializer):
     cost = serializers.DecimalField(
         max_digits=20, decimal_places=10, help_text="What the priced answers cost, in the currency given."
     )
-    unpriced_answers = serializers.IntegerField(help_text="Answers whose model has no price: not in the cost.")
+    unpriced_replies = serializers.IntegerField(help_text="Answers whose model has no price: not in the cost.")
 
 
 class UsedPeriodsSerializer(serializers.Serializer):

@@ -45,7 +45,7 @@ def report(user: Any, assistants: Iterable[AssistantLike], now: datetime.datetim
             **{quantity: counters.get(quantity, 0) for quantity in ("tokens", "turns", "tool_calls")},
             # A decimal string, as on messages; answers whose model has no price are counted beside it.
             "cost": money(counters.get("cost")),
-            "unpriced_answers": counters.get("unpriced", 0),
+            "unpriced_replies": counters.get("unpriced", 0),
         }
     limits = []
     for (limit, key), assistant_ids in applying.items():
