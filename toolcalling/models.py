@@ -12,6 +12,13 @@ from django.utils.translation import pgettext_lazy
 
 # Money: up to 10 digits before the point, and 10 after it (a token at 0.0001 per million tokens still counts).
 COST_DIGITS, COST_DECIMAL_PLACES = 20, 10
+UNPRICED = _("Model answers whose model has no known price: their cost is not in the cost.")
+
+
+def cost_field(help_text: Any, **options: Any) -> models.DecimalField:
+    """A cost in money, exact (``Decimal``)."""
+    return models.DecimalField(max_digits=COST_DIGITS, decimal_places=COST_DECIMAL_PLACES, verbose_name=_("cost"),
+                               help_text=help_text, **options)  # fmt: skip
 
 
 class Conversation(models.Model):
@@ -92,22 +99,15 @@ class Conversation(models.Model):
         verbose_name=_("reasoning tokens"),
         help_text=_("Completion tokens the model spent on reasoning (part of the completion tokens)."),
     )
-    cost = models.DecimalField(
-        max_digits=COST_DIGITS,
-        decimal_places=COST_DECIMAL_PLACES,
-        null=True,
-        blank=True,
-        verbose_name=_("cost"),
-        help_text=_(
+    cost = cost_field(
+        _(
             "What the priced model answers cost, in TOOLCALLING's CURRENCY; empty while none is priced. "
             "Answers without a price are counted in unpriced answers, never as free."
         ),
+        null=True,
+        blank=True,
     )
-    unpriced_replies = models.PositiveIntegerField(
-        default=0,
-        verbose_name=_("unpriced answers"),
-        help_text=_("Model answers whose model has no known price: their cost is not in the cost."),
-    )
+    unpriced_replies = models.PositiveIntegerField(default=0, verbose_name=_("unpriced answers"), help_text=UNPRICED)
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
@@ -175,13 +175,10 @@ class Message(models.Model):
             "on later requests of APIs that need them (the Responses API)."
         ),
     )
-    cost = models.DecimalField(
-        max_digits=COST_DIGITS,
-        decimal_places=COST_DECIMAL_PLACES,
+    cost = cost_field(
+        _("What this model answer cost, in the currency of its price; empty when its model has no price."),
         null=True,
         blank=True,
-        verbose_name=_("cost"),
-        help_text=_("What this model answer cost, in the currency of its price; empty when its model has no price."),
     )
     price = models.JSONField(
         null=True,
@@ -377,18 +374,8 @@ class UsageCounter(models.Model):
     tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens"))
     turns = models.PositiveBigIntegerField(default=0, verbose_name=_("turns"))
     tool_calls = models.PositiveBigIntegerField(default=0, verbose_name=_("tool calls"))
-    cost = models.DecimalField(
-        max_digits=COST_DIGITS,
-        decimal_places=COST_DECIMAL_PLACES,
-        default=0,
-        verbose_name=_("cost"),
-        help_text=_("What the priced model answers cost, in TOOLCALLING's CURRENCY."),
-    )
-    unpriced_replies = models.PositiveBigIntegerField(
-        default=0,
-        verbose_name=_("unpriced answers"),
-        help_text=_("Model answers whose model has no known price: their cost is not in the cost."),
-    )
+    cost = cost_field(_("What the priced model answers cost, in TOOLCALLING's CURRENCY."), default=0)
+    unpriced_replies = models.PositiveBigIntegerField(default=0, verbose_name=_("unpriced answers"), help_text=UNPRICED)
     updated_at = models.DateTimeField(null=True, blank=True, verbose_name=_("updated at"))
 
     class Meta:

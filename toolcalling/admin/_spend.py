@@ -130,7 +130,7 @@ def chart(found: Spend) -> dict[str, Any]:
                 "label": f"{day_of(day)} {line['name']}: {shown(cost)} {currency}",
             })  # fmt: skip
     ticks = []
-    for share in (Decimal(0), Decimal("0.5"), Decimal(1)):
+    for share in (Decimal(0), Decimal("0.5"), Decimal(1)) if any(per_day) else (Decimal(0),):  # no scale for nothing
         ticks.append({"y": f"{HEIGHT - BOTTOM - plot_height * share:.2f}", "label": shown(peak * share)})
     last = len(found.days) - 1
     labels = [
