@@ -32,6 +32,7 @@ from ..model_apis import ModelReply, Usage
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json, unique_call_ids
 from ..usage import UNPRICED, Cost, Meter, Pricing, add_cost, cost_increments
+from ..usage import Usage as Counts
 from ._writes import (
     OPEN_CALL_STATUSES,
     add_message,
@@ -312,6 +313,19 @@ class Ledger:
     ) -> list[Message]:
         with self.write(durable=False):  # the turn's end follows
             return close_open_calls(self.conversation, reason, started=started, waiting=waiting)
+
+    @retried
+    def release(self, counted: Counts) -> bool:
+        """Give back the claim of a turn that never ran (its task could not be queued): the conversation is
+        ``idle`` again and ``counted`` (what its claim counted) is taken back from the counters, together.
+        False if the claim is gone."""
+        with transaction.atomic(using=self.db):
+            if not self._held().update(status=Conversation.Status.IDLE, turn_token=None, updated_at=timezone.now()):
+                return False
+            if self.meter is not None and counted:
+                self.meter.count(Counts() - counted, timezone.now())  # every amount, the cost too
+        self.conversation.status, self.conversation.turn_token, self.ended = Conversation.Status.IDLE, None, "idle"
+        return True
 
     @retried
     def set_status(self, status: str, error: str = "") -> None:

@@ -28,6 +28,7 @@ from ..model_apis import ModelAPI, ModelReply, get_model_api
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import SEARCH_TOOL_NAME, Tool, ToolSearch, check_extras, search_enabled, with_extras
 from ..usage import Meter, Pricing
+from ..usage import Usage as Counts
 from . import _memory as memory
 from . import _storage as storage
 from ._calls import CallPath, Limits
@@ -189,6 +190,15 @@ class Turn(TurnEnding):
         if opening is not None:
             self.record(opening)
         return token
+
+    def release(self) -> bool:
+        """Give back the claim ``claim()`` made for a turn that will not run (its task could not be queued):
+        the conversation is ``idle`` again and the turn the claim counted is taken back, so the counters still
+        equal the stored messages. False if the claim was lost meanwhile."""
+        counted = (
+            Counts(turns=1) if self.turn_counted and self.meter.urgent and not self.meter.pending.turns else Counts()
+        )
+        return self.ledger.release(counted)
 
     def _claim(self, continuing: bool) -> uuid.UUID:
         conv = self.conversation

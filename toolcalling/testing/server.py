@@ -88,6 +88,9 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # The listen backlog (socketserver's default is 5): dozens of turns at once connect together, and a
+    # connection beyond a full backlog may be reset, which a turn reports as a model_error.
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], backend: ChatBackend) -> None:
         self.backend = backend
