@@ -4,10 +4,12 @@ together, and what the counters say afterwards compared with what is stored."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+from celery import _state as celery_state
 from django.contrib.auth import get_user_model
 from django.db import connections
 from django.db.models import Sum
@@ -20,6 +22,16 @@ from toolcalling.usage import window
 URL = "/api/toolcalling/conversations/{}/messages/"
 MODES = ("plain", "streamed", "background")
 PER_CALL = 100  # tokens of every model answer
+
+
+@pytest.fixture(autouse=True)
+def eager_tasks_leave_joins_allowed() -> Iterator[None]:
+    """Background turns here run as eager Celery tasks, many threads at once. Each eager task sets Celery's
+    process-wide "a join would block" flag and puts back the value it found, so two at once can leave it set
+    for good, and a later test's ``result.get()`` then raises "Never call result.get() within a task!"."""
+    before = celery_state.task_join_will_block()
+    yield
+    celery_state._set_task_join_will_block(before)
 
 
 class Answers:
