@@ -61,6 +61,8 @@ def main() -> None:
     model = {"responses": "gpt-5-mini", "anthropic": "claude-sonnet-4-5"}.get(api, "m")
     toolcalling = {**settings.TOOLCALLING, "BASE_URL": base_url, "API_KEY": "x", "MAX_RETRIES": 0, "MODEL": model,
                    "API": api}  # fmt: skip
+    # bench/pricing_overhead.py: the same turns with every answer priced (TOOLCALLING_BENCH_PRICES, JSON).
+    toolcalling["PRICES"] = json.loads(os.environ.get("TOOLCALLING_BENCH_PRICES", "{}"))
     with override_settings(TOOLCALLING=toolcalling):
         assistant = Assistant.get("bench")
         print("ready", flush=True)

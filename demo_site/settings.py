@@ -102,6 +102,8 @@ if DEMO_OPENAPI:
 DEMO_USES_OFFLINE_MODEL = not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
 if DEMO_USES_OFFLINE_MODEL:
     TOOLCALLING = {"OFFLINE_MODEL": True}  # its answers are stored with the model name "offline"
+    # Priced as the model it stands in for, so the admin's spend page shows what real turns would cost.
+    TOOLCALLING["PRICES"] = {"gpt-4o-mini": {"input": "0.15", "cached_input": "0.075", "output": "0.60"}}
 else:
     TOOLCALLING = {"MODEL": os.environ.get("TOOLCALLING_MODEL", "gpt-4o-mini")}
 # Where the approval e-mails' links point; set SITE_URL when the demo is reached under another address.

@@ -135,6 +135,8 @@ TOOLCALLING = {
     "EVENTS_REDIS_URL": os.environ.get("TOOLCALLING_TEST_EVENTS_REDIS_URL", ""),
     "SITE_URL": "http://testserver",  # the test client's host: links in notifications are absolute
 }
+# The test models have no price on purpose (tests set PRICES where they price answers): W007 says so for each.
+SILENCED_SYSTEM_CHECKS = ["toolcalling.W007"]
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
 # Celery's Django fixup would close every database connection around every task; the Celery app closes

@@ -143,6 +143,68 @@ def check_usage_limits(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
 
 
 @checks.register("toolcalling")
+def check_prices(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Prices that cannot be used (E007); configured models with no price (W007: their cost shows as null); a
+    cost limit on an assistant whose model has no price (E008: its turns are refused, never counted free)."""
+    from .conf import toolcalling_settings as s
+    from .exceptions import ImproperlyDefined
+    from .toolkit import assistants
+    from .usage import Pricing, currency_problem, parse_limits, price_problems, site_limits
+
+    try:
+        problems = [*price_problems(s.PRICES), *filter(None, [currency_problem(s.CURRENCY)])]
+        model, api = s.MODEL, s.API
+    except ImproperlyConfigured:
+        return []  # reported by check_settings
+    if problems:
+        hint = _('Give rates per million tokens as strings, like {"gpt-4o": {"input": "2.50", "output": "10.00"}}.')
+        return [checks.Error('TOOLCALLING["PRICES"]: ' + "; ".join(problems) + ".", hint=hint, id="toolcalling.E007")]
+    try:
+        site_costs = any(limit.quantity == "cost" for limit in site_limits())
+    except ImproperlyConfigured:
+        return []  # reported by check_usage_limits
+    messages: list[checks.CheckMessage] = []
+    unpriced: dict[tuple[str, str], list[str]] = {}
+    if not Pricing(model, api).priced:
+        unpriced[(model, api)] = []
+    for assistant_cls in assistants.all():
+        assistant = assistant_cls()
+        pricing = Pricing(assistant.get_model(), assistant.get_api())
+        if pricing.priced:
+            continue
+        unpriced.setdefault((pricing.model, pricing.api), []).append(str(assistant_cls.id))
+        try:
+            own = parse_limits(list(getattr(assistant_cls, "usage_limits", None) or []), str(assistant_cls.id))
+        except ImproperlyDefined:
+            own = []  # a callable or a method decides them per user; their turns are refused all the same
+        if site_costs or any(limit.quantity == "cost" for limit in own):
+            messages.append(
+                checks.Error(
+                    _(
+                        "Assistant %(assistant)s has a cost limit, but its model %(model)r has no price: "
+                        "every turn of it is refused (unpriced_model)."
+                    )
+                    % {"assistant": repr(assistant_cls.id), "model": pricing.model},
+                    hint=_('Give the model a price in TOOLCALLING["PRICES"].'),
+                    obj=assistant_cls,
+                    id="toolcalling.E008",
+                )
+            )
+    if s.OFFLINE_MODEL:
+        return messages  # the built-in offline model: nothing is paid for, so nothing is missing
+    for (name, _api), users in unpriced.items():
+        messages.append(
+            checks.Warning(
+                _("The model %(model)r (used by %(users)s) has no price: the cost of its answers shows as null.")
+                % {"model": name, "users": ", ".join(users) or 'TOOLCALLING["MODEL"]'},
+                hint=_('Give it a price in TOOLCALLING["PRICES"] (or check its name and BASE_URL).'),
+                id="toolcalling.W007",
+            )
+        )
+    return messages
+
+
+@checks.register("toolcalling")
 def check_model_endpoint(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     from .conf import toolcalling_settings as s
 

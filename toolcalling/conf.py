@@ -34,6 +34,10 @@ DEFAULTS: dict[str, Any] = {
     "HOOKS": [],  # dotted paths or hook instances run for every assistant
     # Usage limits across turns, e.g. {"tokens": 200_000, "per": "user", "period": "day"} (see toolcalling.usage).
     "USAGE_LIMITS": [],
+    # Costs: rates per million tokens that set or override genai-prices', e.g.
+    # {"gpt-4o": {"input": "2.50", "cached_input": "1.25", "output": "10.00"}} (see toolcalling.usage).
+    "PRICES": {},
+    "CURRENCY": "USD",  # of PRICES and of every cost; genai-prices' prices apply only in "USD"
     # Input limits of the API.
     "MAX_MESSAGE_LENGTH": 20_000,
     # The MCP endpoint.

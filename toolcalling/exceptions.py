@@ -208,6 +208,16 @@ class UsageLimitExceeded(TurnError):
         self.limit: dict[str, Any] = limit or {}
 
 
+class UnpricedModel(TurnError):
+    """A cost limit applies to the turn, but its assistant's model has no price (``TOOLCALLING["PRICES"]``,
+    genai-prices): its usage could not be counted against the limit, so the turn is refused before anything is
+    stored, never counted as free. System check E008 names such assistants."""
+
+    status_code = http.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "unpriced_model"
+    default_detail = _("This assistant's model has no price, and a cost limit applies.")
+
+
 class ToolExecutionError(TurnError):
     """A tool failed while ``TOOL_ERRORS`` is ``"raise"``."""
 

@@ -10,6 +10,16 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
+# Money: up to 10 digits before the point, and 10 after it (a token at 0.0001 per million tokens still counts).
+COST_DIGITS, COST_DECIMAL_PLACES = 20, 10
+UNPRICED = _("Model answers whose model has no known price: their cost is not in the cost.")
+
+
+def cost_field(help_text: Any, **options: Any) -> models.DecimalField:
+    """A cost in money, exact (``Decimal``)."""
+    return models.DecimalField(max_digits=COST_DIGITS, decimal_places=COST_DECIMAL_PLACES, verbose_name=_("cost"),
+                               help_text=help_text, **options)  # fmt: skip
+
 
 class Conversation(models.Model):
     """One user's chat with one assistant."""
@@ -89,6 +99,15 @@ class Conversation(models.Model):
         verbose_name=_("reasoning tokens"),
         help_text=_("Completion tokens the model spent on reasoning (part of the completion tokens)."),
     )
+    cost = cost_field(
+        _(
+            "What the priced model answers cost, in TOOLCALLING's CURRENCY; empty while none is priced. "
+            "Answers without a price are counted in unpriced answers, never as free."
+        ),
+        null=True,
+        blank=True,
+    )
+    unpriced_replies = models.PositiveIntegerField(default=0, verbose_name=_("unpriced answers"), help_text=UNPRICED)
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
@@ -154,6 +173,21 @@ class Message(models.Model):
         help_text=_(
             "On assistant answers: the provider's opaque reasoning items (encrypted), sent back with the answer "
             "on later requests of APIs that need them (the Responses API)."
+        ),
+    )
+    cost = cost_field(
+        _("What this model answer cost, in the currency of its price; empty when its model has no price."),
+        null=True,
+        blank=True,
+    )
+    price = models.JSONField(
+        null=True,
+        blank=True,
+        editable=False,
+        verbose_name=_("price"),
+        help_text=_(
+            "The rates per million tokens this answer was priced at, with their currency and source, "
+            "so a later price change never rewrites its cost."
         ),
     )
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
@@ -340,6 +374,8 @@ class UsageCounter(models.Model):
     tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens"))
     turns = models.PositiveBigIntegerField(default=0, verbose_name=_("turns"))
     tool_calls = models.PositiveBigIntegerField(default=0, verbose_name=_("tool calls"))
+    cost = cost_field(_("What the priced model answers cost, in TOOLCALLING's CURRENCY."), default=0)
+    unpriced_replies = models.PositiveBigIntegerField(default=0, verbose_name=_("unpriced answers"), help_text=UNPRICED)
     updated_at = models.DateTimeField(null=True, blank=True, verbose_name=_("updated at"))
 
     class Meta:

@@ -15,7 +15,7 @@ def problems_of(item):
 
 def test_unknown_keys_of_any_type_are_listed_with_the_known_ones():
     message = problems_of({"tokens": 5, "per": "user", "period": "day", "colour": "red", 3: "x", "alpha": 1})
-    assert "unknown key(s) 3, 'alpha', 'colour'; known: name, per, period, tokens, tool_calls, turns" in message
+    assert "unknown key(s) 3, 'alpha', 'colour'; known: cost, name, per, period, tokens, tool_calls, turns" in message
 
 
 @pytest.mark.parametrize("amount", [2.5, True, 0, -3, "5"])

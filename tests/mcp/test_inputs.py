@@ -141,3 +141,14 @@ def test_direct_calls_are_counted_without_limits_too(model, api, alice):
     post(api, rpc("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}}))
     counted = UsageCounter.objects.get(scope="user", key=str(alice.pk), period="day")
     assert (counted.tool_calls, counted.turns, counted.tokens) == (1, 0, 0)
+
+
+@pytest.mark.toolcalling(USAGE_LIMITS=[{"turns": 1, "per": "user", "period": "day"}])
+def test_a_direct_call_is_no_message_so_a_spent_turn_limit_does_not_refuse_it(model, api, alice):
+    model.reply("Hello.")
+    conversation = api.post("/api/toolcalling/conversations/", {"assistant": "helper"}, format="json").json()
+    messages = f"/api/toolcalling/conversations/{conversation['id']}/messages/"
+    assert api.post(messages, {"content": "hi"}, format="json").status_code == 201
+    assert api.post(messages, {"content": "again"}, format="json").status_code == 429  # the turn limit is spent
+    answer = post(api, rpc("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})).json()
+    assert answer["result"].get("isError", False) is False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 from django.contrib import admin
@@ -10,6 +11,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
+from ..conf import toolcalling_settings
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import storable
 
@@ -18,6 +20,14 @@ def pretty_json(value: Any) -> str:
     return format_html(
         "<pre style='margin:0;white-space:pre-wrap'>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False)
     )
+
+
+def money(cost: Decimal | None, unpriced: int = 0) -> str:
+    """A cost as staff read it: in the site's currency, with the answers it leaves out (never a bare zero)."""
+    shown = "—" if cost is None else f"{cost.normalize():f} {toolcalling_settings.CURRENCY}"
+    if unpriced:
+        return _("%(cost)s (+%(count)d unpriced)") % {"cost": shown, "count": unpriced}
+    return shown
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -34,7 +44,7 @@ class ReadOnlyInline(admin.TabularInline):
 
 class MessageInline(ReadOnlyInline):
     model = Message
-    fields = readonly_fields = ("id", "role", "content", "tool_call_id", "total_tokens", "created_at")
+    fields = readonly_fields = ("id", "role", "content", "tool_call_id", "total_tokens", "cost", "created_at")
 
 
 class ToolCallInline(ReadOnlyInline):
@@ -49,7 +59,7 @@ class ToolCallInline(ReadOnlyInline):
 
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "user", "assistant_id", "status", "total_tokens", "updated_at"]
+    list_display = ["__str__", "user", "assistant_id", "status", "total_tokens", "cost_display", "updated_at"]
     list_filter = ["status", "origin", "assistant_id", ("user", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["title", "user__username", "id"]
     # Only the title may change: who it belongs to, where it stands and what it cost are the audit trail.
@@ -65,11 +75,17 @@ class ConversationAdmin(admin.ModelAdmin):
         "total_tokens",
         "cached_tokens",
         "reasoning_tokens",
+        "cost",
+        "unpriced_replies",
         "created_at",
         "updated_at",
     ]
     inlines = [MessageInline, ToolCallInline]
     list_select_related = ["user"]
+
+    @admin.display(description=_("cost"), ordering="cost")
+    def cost_display(self, obj: Conversation) -> str:
+        return money(obj.cost, obj.unpriced_replies)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # conversations start in the chat, the API or Assistant.run(), never here
@@ -85,7 +101,7 @@ class ConversationAdmin(admin.ModelAdmin):
 
 @admin.register(Message)
 class MessageAdmin(admin.ModelAdmin):
-    list_display = ["id", "conversation", "role", "short_content", "total_tokens", "created_at"]
+    list_display = ["id", "conversation", "role", "short_content", "total_tokens", "cost", "created_at"]
     list_filter = ["role", "conversation__assistant_id"]
     search_fields = ["content"]
     list_select_related = ["conversation"]

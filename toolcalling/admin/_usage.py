@@ -1,5 +1,5 @@
-"""Usage in the admin: the counters the usage limits are checked against (read-only), and a page with this
-period's usage per user and per assistant, biggest spenders first."""
+"""Usage in the admin: the counters the usage limits are checked against (read-only), a page with this
+period's usage per user and per assistant, biggest spenders first, and the spend page (``_spend``)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from .. import usage
 from ..exceptions import NotRegistered
 from ..models import USAGE_SCOPE_LABELS, UsageCounter
 from ..toolkit import assistants
+from ._spend import spend_context
 
 TOP = 20  # rows per table on the summary page
 
@@ -84,7 +85,18 @@ class UsageCounterAdmin(admin.ModelAdmin):
         summary = path(
             "summary/", self.admin_site.admin_view(self.summary_view), name="toolcalling_usagecounter_summary"
         )
-        return [summary, *super().get_urls()]
+        spending = path("spend/", self.admin_site.admin_view(self.spend_view), name="toolcalling_usagecounter_spend")
+        return [summary, spending, *super().get_urls()]
+
+    def spend_view(self, request: HttpRequest) -> HttpResponse:
+        """Cost per day per assistant over the last 30 days, the top users, and a CSV of the days."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        shown = spend_context(request)
+        if isinstance(shown, HttpResponse):
+            return shown
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta, **shown}
+        return TemplateResponse(request, "admin/toolcalling/usagecounter/spend.html", context)
 
     def summary_view(self, request: HttpRequest) -> HttpResponse:
         """This day's and this month's usage per user (top spenders) and per assistant, and the site's limits."""

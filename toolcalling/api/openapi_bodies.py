@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db.models import TextChoices
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
-from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
 from ..models import Conversation, ToolCall
@@ -50,7 +50,7 @@ class ErrorSerializer(serializers.Serializer):
     code = serializers.CharField(
         help_text="What went wrong, for programs: conversation_busy, nothing_waiting, assistant_unavailable, "
         "already_decided, model_error, model_call_limit_exceeded, tool_call_limit_exceeded, "
-        "output_validation_failed, tool_error, usage_limit_exceeded, queue_unavailable, or DRF's own "
+        "output_validation_failed, tool_error, usage_limit_exceeded, unpriced_model, queue_unavailable, or DRF's own "
         "(not_authenticated, permission_denied, not_found, throttled, ...)."
     )
     status = serializers.CharField(
@@ -120,6 +120,10 @@ class UsedInPeriodSerializer(serializers.Serializer):
     tokens = serializers.IntegerField()
     turns = serializers.IntegerField()
     tool_calls = serializers.IntegerField()
+    cost = serializers.DecimalField(
+        max_digits=20, decimal_places=10, help_text="What the priced answers cost, in the currency given."
+    )
+    unpriced_replies = serializers.IntegerField(help_text="Answers whose model has no price: not in the cost.")
 
 
 class UsedPeriodsSerializer(serializers.Serializer):
@@ -127,17 +131,22 @@ class UsedPeriodsSerializer(serializers.Serializer):
     month = UsedInPeriodSerializer()
 
 
+@extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string", "format": "decimal"}]})
+class AmountField(serializers.Field):
+    """A limit's amount: a whole number of tokens, turns or tool calls, or a cost as a decimal string."""
+
+
 class LimitUsedSerializer(serializers.Serializer):
     """One limit on the user's turns and how much of it is used."""
 
-    quantity = serializers.ChoiceField(choices=["tokens", "turns", "tool_calls"])
-    maximum = serializers.IntegerField()
+    quantity = serializers.ChoiceField(choices=["tokens", "turns", "tool_calls", "cost"])
+    maximum = AmountField()
     per = serializers.CharField(
         help_text="Whose use it counts: user, assistant, site, or the name of a site's own scope."
     )
     period = serializers.ChoiceField(choices=["hour", "day", "month"])
-    used = serializers.IntegerField()
-    remaining = serializers.IntegerField()
+    used = AmountField()
+    remaining = AmountField()
     exceeded = serializers.BooleanField(help_text="True once used reaches maximum: turns are refused (429).")
     period_start = serializers.DateTimeField()
     resets_at = serializers.DateTimeField()
@@ -147,6 +156,7 @@ class LimitUsedSerializer(serializers.Serializer):
 class UsageSerializer(serializers.Serializer):
     """The user's own usage in the current day and month, and the limits that apply to their turns."""
 
+    currency = serializers.CharField(help_text='TOOLCALLING["CURRENCY"]: of every cost, e.g. "USD".')
     usage = UsedPeriodsSerializer()
     limits = LimitUsedSerializer(many=True)
 
@@ -217,7 +227,11 @@ ERRORS: dict[int, OpenApiResponse] = {
     409: OpenApiResponse(ErrorSerializer, description="A conflict; `code` says which."),
     429: OpenApiResponse(ErrorSerializer, description="throttled, usage_limit_exceeded (with Retry-After)."),
     501: OpenApiResponse(ErrorSerializer, description="Not implemented here."),
-    503: OpenApiResponse(ErrorSerializer, description="queue_unavailable: nothing was started or decided."),
+    503: OpenApiResponse(
+        ErrorSerializer,
+        description="queue_unavailable, or unpriced_model (a cost limit applies and the assistant's model has no "
+        "price): nothing was started or decided.",
+    ),
 }
 
 

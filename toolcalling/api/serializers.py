@@ -122,6 +122,8 @@ class MessageSerializer(serializers.ModelSerializer):
             "completion_tokens",
             "cached_tokens",
             "reasoning_tokens",
+            "cost",
+            "price",
             "created_at",
         ]
         read_only_fields = fields
@@ -145,6 +147,8 @@ class ConversationSerializer(serializers.ModelSerializer):
             "total_tokens",
             "cached_tokens",
             "reasoning_tokens",
+            "cost",
+            "unpriced_replies",
             "created_at",
             "updated_at",
         ]

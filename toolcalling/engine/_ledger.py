@@ -31,7 +31,7 @@ from ..exceptions import TurnInterrupted
 from ..model_apis import ModelReply, Usage
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json, unique_call_ids
-from ..usage import Meter
+from ..usage import UNPRICED, Cost, Meter, Pricing, add_cost, cost_increments
 from ..usage import Usage as Counts
 from ._writes import (
     OPEN_CALL_STATUSES,
@@ -96,10 +96,17 @@ def retried(method: Callable[Concatenate[Ledger, P], R]) -> Callable[Concatenate
 class Ledger:
     """The writes of one turn, each refused once the turn no longer holds its claim (``TurnInterrupted``)."""
 
-    def __init__(self, conversation: Conversation, token: uuid.UUID | None = None, meter: Meter | None = None) -> None:
+    def __init__(
+        self,
+        conversation: Conversation,
+        token: uuid.UUID | None = None,
+        meter: Meter | None = None,
+        pricing: Pricing | None = None,
+    ) -> None:
         self.conversation = conversation
         self.token = token
         self.meter = meter  # the turn's usage counts, stored with its writes
+        self.pricing = pricing  # what its answers cost; without it, every answer is unpriced (never free)
         self.ended: str | None = None  # the status a write already ended the turn with
         self.stop_requested = False  # the owner asked the turn to stop, as its last write (or check) found
         self.db = write_db(conversation)  # where the turn's transactions open and its fence is read
@@ -112,12 +119,19 @@ class Ledger:
 
     @contextmanager
     def write(
-        self, *, usage: Usage | None = None, ending: str | None = None, error: str = "", durable: bool = True
+        self,
+        *,
+        usage: Usage | None = None,
+        cost: Cost | None = None,
+        ending: str | None = None,
+        error: str = "",
+        durable: bool = True,
     ) -> Iterator[None]:
         """A transaction in which this turn may write. The update that checks the claim also carries the
-        heartbeat, the tokens of a reply (``usage``) and the turn's end (``ending``), in one statement. That update
-        is also fenced by "no stop requested": only when it finds nothing does a second one tell a stop request
-        (``stop_requested``) from a lost claim. Last, it stores the usage the ``meter`` counted since the last write.
+        heartbeat, the tokens of a reply (``usage``) with what it cost (``cost``), and the turn's end (``ending``),
+        in one statement. That update is also fenced by "no stop requested": only when it finds nothing does a
+        second one tell a stop request (``stop_requested``) from a lost claim. Last, it stores the usage the
+        ``meter`` counted since the last write.
 
         ``durable=False`` (a tool's result, tokens of a retried answer) lets the commit return before it is
         on disk, where the database allows: the turn's next durable write (its next answer with calls, or its
@@ -131,6 +145,7 @@ class Ledger:
         values: dict[str, Any] = {"updated_at": timezone.now()}
         if usage is not None and usage.total_tokens:
             values.update({name: F(name) + getattr(usage, name) for name in TOKENS})
+            values.update(cost_increments(cost))
         if ending is not None:
             values.update(status=ending, error=storable(error), turn_token=None, stop_requested_at=None)
         meter, counted = self.meter, None
@@ -155,6 +170,8 @@ class Ledger:
         if usage is not None:
             for name in TOKENS:
                 setattr(conv, name, getattr(conv, name) + getattr(usage, name))
+            if usage.total_tokens:
+                add_cost(conv, cost)
         if ending is not None:
             conv.status, conv.error, conv.turn_token, self.ended = ending, error, None, ending
 
@@ -205,7 +222,8 @@ class Ledger:
         Each message and call is saved (not bulk-created), so a site's ``post_save`` receivers see it.
         """
         usage = reply.usage
-        with self.write(usage=usage, ending=ending):
+        cost = self.cost(reply)
+        with self.write(usage=usage, cost=cost, ending=ending):
             message = Message(
                 conversation=self.conversation,
                 role=Message.Role.ASSISTANT,
@@ -218,6 +236,8 @@ class Ledger:
                 cached_tokens=usage.cached_tokens,
                 reasoning_tokens=usage.reasoning_tokens,
                 reasoning=reply.reasoning,
+                cost=cost.amount,
+                price=cost.price.as_json() if cost.price is not None else None,
             )
             message.save()
             calls: list[ToolCall] = []
@@ -256,9 +276,14 @@ class Ledger:
             self.conversation.title = title
 
     @retried
-    def add_usage(self, usage: Usage) -> None:
-        with self.write(usage=usage, durable=False):
+    def add_usage(self, reply: ModelReply) -> None:
+        """Add the tokens of an answer that is not stored (and what it cost) to the conversation's totals."""
+        with self.write(usage=reply.usage, cost=self.cost(reply), durable=False):
             pass
+
+    def cost(self, reply: ModelReply) -> Cost:
+        """What ``reply`` cost at the turn's prices."""
+        return self.pricing.cost(reply.model, reply.usage) if self.pricing is not None else UNPRICED
 
     @retried
     def wait_for_approval(self, call: ToolCall) -> None:
@@ -298,7 +323,7 @@ class Ledger:
             if not self._held().update(status=Conversation.Status.IDLE, turn_token=None, updated_at=timezone.now()):
                 return False
             if self.meter is not None and counted:
-                self.meter.count(Counts(-counted.tokens, -counted.turns, -counted.tool_calls), timezone.now())
+                self.meter.count(Counts() - counted, timezone.now())  # every amount, the cost too
         self.conversation.status, self.conversation.turn_token, self.ended = Conversation.Status.IDLE, None, "idle"
         return True
 

@@ -27,7 +27,7 @@ from ..hooks import ModelRequest, TurnView
 from ..model_apis import ModelAPI, ModelReply, get_model_api
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import SEARCH_TOOL_NAME, Tool, ToolSearch, check_extras, search_enabled, with_extras
-from ..usage import Meter
+from ..usage import Meter, Pricing
 from ..usage import Usage as Counts
 from . import _memory as memory
 from . import _storage as storage
@@ -68,7 +68,9 @@ class Turn(TurnEnding):
                              context=assistant.build_context(user, conversation), stream=stream)  # fmt: skip
         self.hooks = assistant.get_hooks()
         self.meter = Meter.build(assistant, self.view.context)  # usage limits across turns, counted by the ledger
-        self.ledger = storage.Ledger(conversation, token, meter=self.meter)  # token: a claim made elsewhere
+        self.pricing = Pricing(assistant.get_model(), assistant.get_api())  # what its answers cost
+        # token: a claim made elsewhere
+        self.ledger = storage.Ledger(conversation, token, meter=self.meter, pricing=self.pricing)
         self.observers = Observers(self.view, listeners or [])
         self.tools: dict[str, Tool] = {t.name: t for t in assistant.get_tools(self.view.context)}
         if assistant.argument_extras is not None:
@@ -156,12 +158,12 @@ class Turn(TurnEnding):
         turn its usage limits must have room for: decided in that transaction too, on the counters locked
         there, so parallel messages never start more turns than a limit allows (``UsageLimitExceeded``, the
         claim undone). ``direct_calls``: the calls a client asked for directly (an MCP client): no message, so
-        no turn, but tool calls the ``tool_calls`` (and ``tokens``) limits judge and count the same way. A
-        transaction the database rolls back for a deadlock is tried again."""
+        no turn, but tool calls that the ``tool_calls`` limits judge and count the same way (they spend no
+        tokens and no money). A transaction the database rolls back for a deadlock is tried again."""
         self.continuing = continuing
         reserve = not continuing
         if reserve and direct_calls:
-            self.meter.limits = [(limit, key) for limit, key in self.meter.limits if limit.quantity != "turns"]
+            self.meter.limits = [(limit, key) for limit, key in self.meter.limits if limit.quantity == "tool_calls"]
             self.meter.check(new_turn=False, status=self.conversation.status)
             self.meter.prepare()
             self.meter.add(tool_calls=direct_calls)  # counted here when limits apply, else with the turn's end
@@ -301,7 +303,8 @@ class Turn(TurnEnding):
         with self.observers.model_call(request) as observe:
             reply = self.client.send(request, on_delta=self.observers.delta if self.view.stream else None)
             # What it used counts whatever comes next, and is stored with the next write.
-            self.meter.add(tokens=reply.usage.total_tokens, tool_calls=len(reply.tool_calls))
+            self.meter.add(tokens=reply.usage.total_tokens, tool_calls=len(reply.tool_calls),
+                           cost=self.ledger.cost(reply).amount)  # fmt: skip
             observe(reply)
         self.view.model_calls += 1
         for hook in reversed(self.hooks):
@@ -371,7 +374,7 @@ class Turn(TurnEnding):
     def send_back(self, reply: ModelReply, problem: str) -> None:
         """An invalid structured answer: its tokens count, it and the correction go to the next request only."""
         assert self.output is not None
-        self.ledger.add_usage(reply.usage)
+        self.ledger.add_usage(reply)
         self.history += self.output.correction(reply, problem)
         self.observers.output_retry(self.output.retries_used, problem)
 

@@ -1,9 +1,11 @@
 """Usage limits across turns: the limits a site and its assistants set, the counters every process adds to,
-the check before each model call, and the usage shown to users and staff. It knows models and settings, never
-turns or HTTP."""
+the check before each model call, what answers cost, and the usage shown to users and staff. It knows models
+and settings, never turns or HTTP."""
 
+from ._costs import UNPRICED, Cost, Pricing, add_cost, cost_increments
 from ._limits import PERIODS, QUANTITIES, SCOPES, UsageLimit, parse_limits, site_limits, window
 from ._meter import ALWAYS_COUNTED, Meter, Usage, exceeded, read_counters, scope_key
+from ._prices import Price, configured_prices, currency_problem, price_for, price_problems
 from ._report import SHOWN_PERIODS, current, report
 
 __all__ = [
@@ -12,12 +14,22 @@ __all__ = [
     "QUANTITIES",
     "SCOPES",
     "SHOWN_PERIODS",
+    "UNPRICED",
+    "Cost",
     "Meter",
+    "Price",
+    "Pricing",
     "Usage",
     "UsageLimit",
+    "add_cost",
+    "configured_prices",
+    "cost_increments",
+    "currency_problem",
     "current",
     "exceeded",
     "parse_limits",
+    "price_for",
+    "price_problems",
     "read_counters",
     "report",
     "scope_key",

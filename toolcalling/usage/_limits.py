@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -18,7 +19,7 @@ from ..exceptions import ImproperlyDefined
 if TYPE_CHECKING:
     from ..toolkit import ToolContext
 
-QUANTITIES = ("tokens", "turns", "tool_calls")
+QUANTITIES = ("tokens", "turns", "tool_calls", "cost")
 PERIODS = ("hour", "day", "month")
 SCOPES = ("user", "assistant", "site")
 KEYS = {*QUANTITIES, "per", "period", "name"}
@@ -32,8 +33,10 @@ class UsageLimit:
     assistant, the whole site, or the key a callable ``(ctx) -> key`` returns (a tenant, say)."""
 
     quantity: str
-    """``"tokens"`` (of model calls), ``"turns"`` (messages a user sends) or ``"tool_calls"`` (the model asked for)."""
-    maximum: int
+    """``"tokens"`` (of model calls), ``"turns"`` (messages a user sends), ``"tool_calls"`` (the model asked for)
+    or ``"cost"`` (of the model's answers, in ``TOOLCALLING["CURRENCY"]``)."""
+    maximum: int | Decimal
+    """A whole number; for ``cost`` a ``Decimal``."""
     per: str | ScopeFunction
     period: str
     """``"hour"``, ``"day"`` or ``"month"``: calendar periods in the site's ``TIME_ZONE``."""
@@ -49,7 +52,7 @@ class UsageLimit:
 
     def describe(self) -> dict[str, Any]:
         """The limit as the API shows it."""
-        return {"quantity": self.quantity, "maximum": self.maximum, "per": self.scope, "period": self.period}
+        return {"quantity": self.quantity, "maximum": shown(self.maximum), "per": self.scope, "period": self.period}
 
 
 def parse_limits(value: Any, where: str) -> list[UsageLimit]:
@@ -67,7 +70,8 @@ def parse_limits(value: Any, where: str) -> list[UsageLimit]:
             problems += [f"limit {index} ({item!r}): {problem}" for problem in found]
             continue
         quantity = next(q for q in QUANTITIES if q in item)
-        limits.append(UsageLimit(quantity=quantity, maximum=item[quantity], per=item["per"], period=item["period"],
+        maximum = Decimal(item[quantity]) if quantity == "cost" else item[quantity]
+        limits.append(UsageLimit(quantity=quantity, maximum=maximum, per=item["per"], period=item["period"],
                                  name=item.get("name", "")))  # fmt: skip
     if problems:
         raise ImproperlyDefined(f"{where} cannot be used: " + "; ".join(problems) + ".")
@@ -86,7 +90,13 @@ def _problems(item: Any) -> list[str]:
         problems.append(f"give exactly one of {', '.join(map(repr, QUANTITIES))} with the number allowed")
     for quantity in quantities:
         number = item[quantity]
-        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        if quantity == "cost":
+            if not _positive_money(number):
+                problems.append(
+                    f"'cost' must be a positive amount in TOOLCALLING['CURRENCY'] as a string or Decimal, such as "
+                    f'"5.00" (never a float, which cannot hold every amount exactly), not {number!r}'
+                )
+        elif not isinstance(number, int) or isinstance(number, bool) or number < 1:
             problems.append(f"{quantity!r} must be a positive whole number, not {number!r}")
     per = item.get("per")
     if per not in SCOPES and not callable(per):
@@ -100,6 +110,21 @@ def _problems(item: Any) -> list[str]:
             "given only with a callable 'per'"
         )
     return problems
+
+
+def _positive_money(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, str | int | Decimal):
+        return False
+    try:
+        amount = Decimal(value)
+    except InvalidOperation:
+        return False
+    return amount.is_finite() and amount > 0
+
+
+def shown(amount: int | Decimal) -> int | str:
+    """An amount as the API shows it: a whole number, or a cost as a decimal string (as on messages)."""
+    return f"{amount:f}" if isinstance(amount, Decimal) else amount
 
 
 def site_limits() -> list[UsageLimit]:

@@ -12,6 +12,7 @@ import hashlib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from django.db import router, transaction
@@ -21,8 +22,9 @@ from django.utils.timesince import timeuntil
 from django.utils.translation import gettext as _
 
 from ..conf import toolcalling_settings
-from ..exceptions import UsageLimitExceeded
-from ._limits import QUANTITIES, UsageLimit, parse_limits, site_limits, window
+from ..exceptions import UnpricedModel, UsageLimitExceeded
+from ._costs import Pricing
+from ._limits import UsageLimit, parse_limits, shown, site_limits, window
 
 if TYPE_CHECKING:
     from ..models import UsageCounter
@@ -40,9 +42,31 @@ class Usage:
     tokens: int = 0
     turns: int = 0
     tool_calls: int = 0
+    cost: Decimal = Decimal(0)
+    """What the priced answers cost (in ``CURRENCY``)."""
+    unpriced: int = 0
+    """Answers whose model has no price: their cost is unknown, never zero."""
 
     def __bool__(self) -> bool:
-        return bool(self.tokens or self.turns or self.tool_calls)
+        return bool(self.tokens or self.turns or self.tool_calls or self.cost or self.unpriced)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(*(getattr(self, name) + getattr(other, name) for name in AMOUNTS))
+
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(*(getattr(self, name) - getattr(other, name) for name in AMOUNTS))
+
+    def increments(self) -> dict[str, Any]:
+        """``F()`` increments of a counter row by the amounts that are not zero."""
+        return {column(name): F(column(name)) + getattr(self, name) for name in AMOUNTS if getattr(self, name)}
+
+
+AMOUNTS = ("tokens", "turns", "tool_calls", "cost", "unpriced")
+COLUMNS = {"unpriced": "unpriced_replies"}  # amounts whose counter column has another name
+
+
+def column(amount: str) -> str:
+    return COLUMNS.get(amount, amount)
 
 
 @dataclass(frozen=True)
@@ -61,10 +85,14 @@ class Counted:
 class Meter:
     """The limits that apply to one user's turns with one assistant, with their scope keys resolved."""
 
-    def __init__(self, limits: Iterable[tuple[UsageLimit, str]], counted: Iterable[Counted]) -> None:
+    def __init__(
+        self, limits: Iterable[tuple[UsageLimit, str]], counted: Iterable[Counted], unpriced_model: str = ""
+    ) -> None:
         self.limits = list(limits)
         self.counted = list(dict.fromkeys(counted))
         self.pending = Usage()  # counted, not yet stored (see ``add`` and ``flush``)
+        # A model with no price under a cost limit: its turns are refused, never counted as free (see ``check``).
+        self.unpriced_model = unpriced_model
 
     @classmethod
     def build(cls, assistant: AssistantLike, ctx: ToolContext) -> Meter:
@@ -81,13 +109,24 @@ class Meter:
         counted = [Counted(scope, key, period) for scope, period in ALWAYS_COUNTED if (key := keys[scope]) is not None]
         counted += [Counted(limit.scope, key, limit.period) for limit, key in limits]
         # Rows of the user scope name the user too, so the admin can show and filter them by user.
-        return cls(limits, [Counted(c.scope, c.key, c.period, user_id if c.scope == "user" else None) for c in counted])
+        counted = [Counted(c.scope, c.key, c.period, user_id if c.scope == "user" else None) for c in counted]
+        unpriced = ""
+        if any(limit.quantity == "cost" for limit, _key in limits):
+            pricing = Pricing(assistant.get_model(), assistant.get_api())
+            unpriced = "" if pricing.priced else pricing.model
+        return cls(limits, counted, unpriced)
 
     # Before a model call ----------------------------------------------------------------------------
 
     def check(self, *, new_turn: bool, status: str | None = None) -> None:
         """Raise ``UsageLimitExceeded`` if a limit has no room left: for a new message every limit, before a
         model call within a turn the ``tokens`` and ``tool_calls`` limits (the turn itself was counted)."""
+        if self.unpriced_model:
+            raise UnpricedModel(
+                _("This assistant's model %(model)s has no price, and a cost limit applies: its use cannot be counted.")
+                % {"model": self.unpriced_model},
+                status=status,
+            )
         limits = [(limit, key) for limit, key in self.limits if new_turn or limit.quantity != "turns"]
         if not limits:
             return
@@ -106,16 +145,16 @@ class Meter:
 
     # After a model call -----------------------------------------------------------------------------
 
-    def add(self, *, tokens: int = 0, turns: int = 0, tool_calls: int = 0) -> None:
+    def add(self, *, tokens: int = 0, turns: int = 0, tool_calls: int = 0, cost: Decimal | None = Decimal(0)) -> None:
         """Count usage now; the turn's next write stores it in its own transaction (see ``pending``): no commit
-        of its own, and a check before the next model call comes after that write."""
-        self.pending = Usage(self.pending.tokens + tokens, self.pending.turns + turns,
-                             self.pending.tool_calls + tool_calls)  # fmt: skip
+        of its own, and a check before the next model call comes after that write. ``cost=None``: an answer
+        with tokens whose model has no price."""
+        unpriced = int(cost is None and tokens > 0)
+        self.pending += Usage(tokens, turns, tool_calls, cost or Decimal(0), unpriced)
 
     def stored(self, counts: Usage) -> None:
         """``counts`` of ``pending`` were added to the rows of ``row_ids`` by the caller's write."""
-        self.pending = Usage(self.pending.tokens - counts.tokens, self.pending.turns - counts.turns,
-                             self.pending.tool_calls - counts.tool_calls)  # fmt: skip
+        self.pending -= counts
 
     def flush(self) -> None:
         """Store what is pending by itself, when no write of the turn is left to carry it (it lost its claim, or
@@ -144,12 +183,11 @@ class Meter:
             found = lock_counters(ids)
         if reserve:
             self.reserve(found, counts, now, status)
-        amounts = {quantity: getattr(counts, quantity) for quantity in QUANTITIES}
-        increments = {quantity: F(quantity) + amount for quantity, amount in amounts.items() if amount}
+        increments = counts.increments()
         if increments:
             counters().filter(pk__in=ids).update(updated_at=now, **increments)
 
-    def reserve(self, found: dict[tuple, dict[str, int]], counts: Usage, now: datetime.datetime,
+    def reserve(self, found: dict[tuple, dict[str, Any]], counts: Usage, now: datetime.datetime,
                 status: str | None) -> None:  # fmt: skip
         """Refuse ``counts`` if a limit has no room for them in the locked rows ``found``: a limit whose counter
         is at its maximum refuses anything, and one of what is counted before it is spent (turns) refuses more
@@ -228,12 +266,12 @@ def counters() -> QuerySet[UsageCounter]:
     return UsageCounter.objects.using(router.db_for_write(UsageCounter))
 
 
-def lock_counters(ids: list[int]) -> dict[tuple, dict[str, int]]:
+def lock_counters(ids: list[int]) -> dict[tuple, dict[str, Any]]:
     """Lock the counters ``ids`` in the order of their ids (on SQLite the transaction holds the whole database)
     and read them as they are now: ``{(scope, key, period, period_start): {quantity: amount}}``."""
-    names = ("scope", "key", "period", "period_start", *QUANTITIES)
+    names = ("scope", "key", "period", "period_start", *map(column, AMOUNTS))
     locked = counters().select_for_update().filter(pk__in=ids).order_by("pk").values_list(*names)
-    return {tuple(values[:4]): dict(zip(QUANTITIES, values[4:], strict=True)) for values in locked}
+    return {tuple(values[:4]): dict(zip(AMOUNTS, values[4:], strict=True)) for values in locked}
 
 
 def matching(rows: Iterable[tuple[str, str, str, datetime.datetime]]) -> QuerySet[UsageCounter]:
@@ -245,16 +283,14 @@ def matching(rows: Iterable[tuple[str, str, str, datetime.datetime]]) -> QuerySe
     return counters().filter(key__in=keys, period_start__in=starts).order_by()
 
 
-def read_counters(rows: list[tuple[str, str, str, datetime.datetime]]) -> dict[tuple, dict[str, int]]:
-    """The counters of ``rows`` in one query; a row nobody counted in yet is missing (zero)."""
+def read_counters(rows: list[tuple[str, str, str, datetime.datetime]]) -> dict[tuple, dict[str, Any]]:
+    """The counters of ``rows`` in one query, by amount (``cost`` a ``Decimal``); a row nobody counted in yet is
+    missing (zero)."""
     if not rows:
         return {}
     wanted = set(rows)
-    values = matching(rows).values_list("scope", "key", "period", "period_start", "tokens", "turns", "tool_calls")
-    found = {
-        (scope, key, period, start): {"tokens": tokens, "turns": turns, "tool_calls": tool_calls}
-        for scope, key, period, start, tokens, turns, tool_calls in values
-    }
+    values = matching(rows).values_list("scope", "key", "period", "period_start", *map(column, AMOUNTS))
+    found = {tuple(row[:4]): dict(zip(AMOUNTS, row[4:], strict=True)) for row in values}
     return {row: v for row, v in found.items() if row in wanted}
 
 
@@ -263,7 +299,8 @@ def exceeded(
 ) -> UsageLimitExceeded:
     """The error for a limit with no room left, worded for the user, with when it resets (``status``: the
     conversation's, for the error body, when no turn started)."""
-    words = {"tokens": _("tokens"), "turns": _("messages"), "tool_calls": _("tool calls")}
+    words = {"tokens": _("tokens"), "turns": _("messages"), "tool_calls": _("tool calls"),
+             "cost": toolcalling_settings.CURRENCY}  # fmt: skip
     periods = {"hour": _("hour"), "day": _("day"), "month": _("month")}
     values = {
         "maximum": formats.number_format(limit.maximum, force_grouping=True),
@@ -281,6 +318,6 @@ def exceeded(
     }
     other = _("The limit of %(maximum)s %(quantity)s per %(period)s for %(scope)s is reached. It resets in %(wait)s.")
     detail = sentences.get(limit.scope if isinstance(limit.per, str) else "", other) % values
-    described = {**limit.describe(), "used": used, "resets_at": end.isoformat()}
+    described = {**limit.describe(), "used": shown(used), "resets_at": end.isoformat()}
     wait = max(1, math.ceil((end - now).total_seconds()))
     return UsageLimitExceeded(detail, status=status, wait=wait, limit=described)

@@ -1,17 +1,20 @@
-"""What usage is shown: a user's own usage and limits (``GET usage/``) and the rows of the current period for
-the admin."""
+"""What usage is shown: a user's own usage, costs and limits (``GET usage/``) and the rows of the current period
+for the admin."""
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from ._limits import UsageLimit, window
+from ..conf import toolcalling_settings
+from ._limits import UsageLimit, shown, window
 from ._meter import Counted, Meter, counter_model, read_counters
+from ._prices import COST_PLACES
 
 if TYPE_CHECKING:
     from ..models import UsageCounter
@@ -40,19 +43,28 @@ def report(user: Any, assistants: Iterable[AssistantLike], now: datetime.datetim
         usage[period] = {
             **_period(period, now),
             **{quantity: counters.get(quantity, 0) for quantity in ("tokens", "turns", "tool_calls")},
+            # A decimal string, as on messages; answers whose model has no price are counted beside it.
+            "cost": money(counters.get("cost")),
+            "unpriced_replies": counters.get("unpriced", 0),
         }
     limits = []
     for (limit, key), assistant_ids in applying.items():
-        amount = used.get(rows[(limit, key)], {}).get(limit.quantity, 0)
+        zero = Decimal(0) if limit.quantity == "cost" else 0  # a cost shows as a decimal string, also when 0
+        amount = used.get(rows[(limit, key)], {}).get(limit.quantity, zero)
         limits.append({
             **limit.describe(),
-            "used": amount,
-            "remaining": max(0, limit.maximum - amount),
+            "used": shown(amount),
+            "remaining": shown(max(zero, limit.maximum - amount)),
             "exceeded": amount >= limit.maximum,
             **_period(limit.period, now),
             "assistants": assistant_ids,
         })  # fmt: skip
-    return {"usage": usage, "limits": limits}
+    return {"currency": toolcalling_settings.CURRENCY, "usage": usage, "limits": limits}
+
+
+def money(amount: Decimal | None) -> str:
+    """A cost as the API shows it: a decimal string with the places the database keeps."""
+    return f"{(amount or Decimal(0)).quantize(COST_PLACES):f}"
 
 
 def _period(period: str, now: datetime.datetime) -> dict[str, str]:

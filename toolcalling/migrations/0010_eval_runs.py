@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('toolcalling', '0008_usage_details_and_reasoning'),
+        ('toolcalling', '0009_costs'),
     ]
 
     operations = [

@@ -1,0 +1,91 @@
+"""Where prices come from: ``PRICES`` first, else genai-prices at the provider the endpoint is; what is wrong with
+``PRICES`` is a system check error; models with no price are listed by a warning."""
+
+from decimal import Decimal
+
+import pytest
+
+from toolcalling.checks import check_prices
+from toolcalling.testutils import override_toolcalling
+from toolcalling.usage import Pricing, price_for, price_problems
+
+OPENAI = "https://api.openai.com/v1"
+
+
+def test_settings_prices_win_over_the_database_and_leave_out_rates_at_the_input_rate():
+    with override_toolcalling(PRICES={"gpt-4o-mini": {"input": "1", "output": "2"}}, BASE_URL=OPENAI):
+        price = price_for(["gpt-4o-mini"], "chat_completions")
+    assert (price.source, price.input, price.cached_input, price.cache_write) == ("settings", 1, 1, 1)
+
+
+@pytest.mark.parametrize("base_url", [OPENAI, None])
+def test_openai_models_are_priced_from_genai_prices_at_openai(base_url):
+    with override_toolcalling(BASE_URL=base_url, API_KEY="k"):
+        price = price_for(["gpt-4o-mini-2024-07-18"], "chat_completions")
+    assert price.source == "genai-prices" and price.model == "openai/gpt-4o-mini" and price.currency == "USD"
+    # the database's rates, as genai-prices 0.2.3 has them
+    assert (price.input, price.cached_input, price.output) == (Decimal("0.15"), Decimal("0.075"), Decimal("0.6"))
+
+
+def test_anthropic_tiered_prices_take_the_tier_of_the_prompt():
+    with override_toolcalling(BASE_URL=None, API_KEY="k"):
+        short = price_for(["claude-sonnet-4-5"], "anthropic", prompt_tokens=1000)
+        long = price_for(["claude-sonnet-4-5"], "anthropic", prompt_tokens=250_000)
+    assert (short.input, short.cache_write, short.output) == (3, Decimal("3.75"), 15)
+    assert (long.input, long.output) == (6, Decimal("22.5"))
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"BASE_URL": "http://127.0.0.1:8000/v1"},  # a local server or proxy: its prices are the site's to set
+        {"BASE_URL": OPENAI, "CURRENCY": "EUR"},  # genai-prices is in dollars
+        {"BASE_URL": OPENAI, "OFFLINE_MODEL": True},
+    ],
+)
+def test_an_endpoint_genai_prices_cannot_price_leaves_known_models_unpriced(settings):
+    with override_toolcalling(**settings):
+        assert price_for(["gpt-4o-mini"], "chat_completions") is None
+
+
+def test_a_model_nobody_knows_is_unpriced_even_at_openai():
+    with override_toolcalling(BASE_URL=OPENAI):
+        assert Pricing("no-such-model-1", "chat_completions").price() is None
+
+
+def test_an_answer_reporting_another_model_is_priced_by_the_assistant_model_first():
+    prices = {"mine": {"input": "1", "output": "1"}, "snapshot-2025": {"input": "5", "output": "5"}}
+    with override_toolcalling(PRICES=prices):
+        assert Pricing("mine", "chat_completions").price("snapshot-2025").model == "mine"
+        assert Pricing("unknown", "chat_completions").price("snapshot-2025").model == "snapshot-2025"
+
+
+def test_every_problem_with_prices_is_named_at_once():
+    problems = price_problems({
+        "a": {"input": 1.25, "output": "1"},  # a float cannot hold every price exactly
+        "b": {"input": "-1", "output": "x", "cheap": "0"},
+        "c": {"output": "1"},
+        "d": "1.00",
+    })  # fmt: skip
+    text = "; ".join(problems)
+    assert "'a': 'input' must be a non-negative number" in text and "not 1.25" in text
+    assert "'b': unknown key(s) 'cheap'" in text and "'b': 'input'" in text and "'b': 'output'" in text
+    assert "'c': 'input' must be given" in text
+    assert "'d': the rates are a dict" in text
+    assert len(problems) == 6
+
+
+def test_bad_prices_and_currency_are_a_system_check_error():
+    with override_toolcalling(PRICES={"m": {"input": 1.5, "output": "2"}}, CURRENCY="usd"):
+        [error] = check_prices()
+    assert error.id == "toolcalling.E007"
+    assert "'m': 'input'" in error.msg and "CURRENCY must be a three-letter ISO 4217 code" in error.msg
+
+
+def test_configured_models_without_a_price_are_listed_by_a_warning():
+    with override_toolcalling(MODEL="test-model", PRICES={}):
+        found = check_prices()
+    [warning] = [m for m in found if m.id == "toolcalling.W007" and "'test-model'" in m.msg]
+    assert "helper" in warning.msg and "shows as null" in warning.msg
+    with override_toolcalling(MODEL="test-model", PRICES={"test-model": {"input": "1", "output": "1"}}):
+        assert not [m for m in check_prices() if "'test-model'" in m.msg]

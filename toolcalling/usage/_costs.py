@@ -1,0 +1,85 @@
+"""What one answer cost at one assistant's prices, and how that adds to a conversation's total: priced answers
+add their cost, unpriced ones are counted apart, so an unknown cost is never added as zero."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Protocol
+
+from django.db.models import DecimalField, F, Value
+from django.db.models.functions import Coalesce
+
+from ._prices import Price, price_for
+
+
+class TokenCounts(Protocol):
+    """The counts of one answer (``model_apis.Usage``)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one answer cost: ``amount`` in ``price.currency``, or ``None`` with no ``price`` (unpriced)."""
+
+    amount: Decimal | None
+    price: Price | None
+
+
+class Pricing:
+    """How one assistant's answers are priced: by the model it asks for (``Assistant.get_model()``) and the
+    model API it speaks; the model an answer reports comes second (a dated snapshot of the same model)."""
+
+    def __init__(self, model: str, api: str) -> None:
+        self.model, self.api = model, api
+        self._found: dict[tuple[str, int], Price | None] = {}  # a turn prices each answer twice: meter, ledger
+
+    def price(self, reported: str = "", prompt_tokens: int = 0) -> Price | None:
+        """The price of an answer that reports ``reported`` as its model (``None``: unpriced)."""
+        key = (reported, prompt_tokens)
+        if key not in self._found:
+            models = [self.model, reported] if reported and reported != self.model else [self.model]
+            self._found[key] = price_for(models, self.api, prompt_tokens)
+        return self._found[key]
+
+    def cost(self, reported: str, usage: TokenCounts) -> Cost:
+        """What an answer with ``usage`` cost; tokens a provider wrote to its cache count where an API reports
+        them (``cache_write_tokens``), else every uncached prompt token is priced as input."""
+        price = self.price(reported, usage.prompt_tokens)
+        if price is None:
+            return Cost(None, None)
+        amount = price.cost(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                            cached_tokens=usage.cached_tokens,
+                            cache_write_tokens=getattr(usage, "cache_write_tokens", 0))  # fmt: skip
+        return Cost(amount, price)
+
+    @property
+    def priced(self) -> bool:
+        """Whether the assistant's own model has a price (answers that report another model may still not)."""
+        return self.price() is not None
+
+
+UNPRICED = Cost(None, None)
+
+
+def cost_increments(cost: Cost | None) -> dict[str, Any]:
+    """The update of a conversation's ``cost`` (or its ``unpriced_replies``) for one more answer."""
+    if cost is None:
+        return {}
+    if cost.amount is None:
+        return {"unpriced_replies": F("unpriced_replies") + 1}
+    money = DecimalField(max_digits=20, decimal_places=10)
+    return {"cost": Coalesce(F("cost"), Value(Decimal(0), output_field=money)) + Value(cost.amount, output_field=money)}
+
+
+def add_cost(totals: Any, cost: Cost | None) -> None:
+    """The same on the conversation object in memory (``cost_increments`` updated its row)."""
+    if cost is None:
+        return
+    if cost.amount is None:
+        totals.unpriced_replies += 1
+    else:
+        totals.cost = (totals.cost or Decimal(0)) + cost.amount
