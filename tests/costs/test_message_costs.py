@@ -1,6 +1,7 @@
 """What answers cost, stored with each message and added up on its conversation: at the rates set in
 ``PRICES``, from the token counts the strict server reported, cached tokens at the cached rate."""
 
+import json
 from decimal import Decimal
 
 import pytest
@@ -72,3 +73,18 @@ def test_a_conversation_of_priced_and_unpriced_replies_shows_the_priced_sum_and_
     conversation = Conversation.objects.get(pk=result.conversation.pk)
     assert conversation.cost == Decimal("0.0012")
     assert conversation.unpriced_replies == 1
+
+
+@pytest.mark.toolcalling(API="anthropic", MODEL="claude-sonnet-4-5")
+def test_tokens_anthropic_wrote_to_its_cache_are_priced_at_the_cache_write_rate(model, alice):
+    rates = {"input": "3", "cached_input": "0.30", "output": "15", "cache_write": "3.75"}
+    usage = {"input_tokens": 100, "cache_read_input_tokens": 2000, "cache_creation_input_tokens": 1000,
+             "output_tokens": 50}  # fmt: skip
+    message = {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+               "content": [{"type": "text", "text": "Cached."}], "stop_reason": "end_turn", "usage": usage}  # fmt: skip
+    model.raw(json.dumps(message))
+    with override_toolcalling(PRICES={"claude-sonnet-4-5": rates}):
+        answer = Assistant.get("helper").run(alice, "hi").messages[-1]
+    assert (answer.prompt_tokens, answer.cached_tokens) == (3100, 2000)
+    # 100 fresh at 3, 2000 read at 0.30, 1000 written at 3.75, 50 out at 15, per million
+    assert answer.cost == Decimal("0.0054")  # 0.00465 if the writes were priced as input

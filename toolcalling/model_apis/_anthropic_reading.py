@@ -197,5 +197,6 @@ def usage(value: Any) -> Usage:
         completion_tokens=completion,
         total_tokens=prompt + completion,
         cached_tokens=reads,
+        cache_write_tokens=writes,
         reasoning_tokens=read.detail(value, "output_tokens_details", "thinking_tokens"),
     )

@@ -40,14 +40,16 @@ class RequestedCall:
 class Usage:
     """Token counts of one answer: ``prompt_tokens`` are the input, ``completion_tokens`` the output, on every API.
 
-    ``cached_tokens`` are the part of the input the provider read from its prompt cache, ``reasoning_tokens``
-    the part of the output spent on reasoning (both already counted in the input and output)."""
+    ``cached_tokens`` are the part of the input the provider read from its prompt cache, ``cache_write_tokens``
+    the part it wrote to it (Anthropic bills those above the input rate), ``reasoning_tokens`` the part of the
+    output spent on reasoning (all already counted in the input and output)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 @dataclass(kw_only=True)
