@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 
 from tests import mariadb, mutation, services
 from tests.celery_app import app as celery_app  # noqa: F401  (binds the app's shared tasks to the test site)
+from tests.chromium import browser  # noqa: F401  (one browser for every directory)
 from toolcalling.testing import ScriptedModel
 from toolcalling.testutils import override_model
 
@@ -102,17 +103,23 @@ def live_server_requests(server) -> list[threading.Thread]:
 
 @pytest.fixture(autouse=True)
 def requests_end_with_their_test(request) -> Iterator[None]:
-    """After a live-server test, until the server's requests have ended, before the database is cleaned.
+    """After a live-server test, until the server's requests have ended, before the database is cleaned; after
+    a browser test, its pages closed first.
 
     A stream whose reader left ends when its next keepalive cannot be written; tests that leave one open
     use a short EVENTS_KEEPALIVE. Without this its thread would run on into later tests, and fail there.
     """
-    if "live_server" not in request.fixturenames:
-        yield
-        return
-    server = request.getfixturevalue("live_server")
-    request.getfixturevalue("transactional_db")  # set up first, so cleaned after this waited
+    server = request.getfixturevalue("live_server") if "live_server" in request.fixturenames else None
+    if server is not None:
+        request.getfixturevalue("transactional_db")  # set up first, so cleaned after this waited
     yield
+    if "browser" in request.fixturenames:
+        # Every page the test opened is closed, even when it failed before closing them, so their streams end
+        # with the test instead of reconnecting into the next one.
+        for context in request.getfixturevalue("browser").contexts:
+            context.close()
+    if server is None:
+        return
     # 20 s: less than two default keepalives (15 s), so a test that forgot a short one fails here, every time.
     what = "the live server's requests to end (does a stream whose reader left have a short EVENTS_KEEPALIVE?)"
     services.wait_until(lambda: not live_server_requests(server), timeout=20, what=what)

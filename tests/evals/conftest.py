@@ -10,7 +10,6 @@ from django.core.management import call_command
 
 # The fixture a site gets from the pytest11 entry point, named here too so the suite does not depend on how the
 # package was installed.
-from tests.browser.conftest import browser, pages_close_with_their_test  # noqa: F401  (the admin pages' tests)
 from toolcalling.testing.pytest_plugin import toolcalling_replay  # noqa: F401
 
 
