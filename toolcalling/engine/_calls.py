@@ -144,7 +144,7 @@ class CallPath:
         """Answer a call that will not run because its turn was stopped (one awaiting approval included)."""
         return self.ledger.answer_call(call, status=ToolCall.Status.CANCELLED, result=text, error=text, waiting=True)
 
-    def run_approved(self, call: ToolCall, *, note: str = "") -> Message | None:
+    def run_approved(self, call: ToolCall, *, note: str) -> Message | None:
         """Run a call a worker moved from ``approved`` to ``running``, and answer it if it is still ``running``.
 
         ``note`` goes before the result (e.g. that an approver changed the arguments). Returns the answer's
@@ -219,7 +219,7 @@ class CallPath:
         failure.__cause__ = cause
         return Answer(message=answer.message, text=text, error=failure)
 
-    def _answer(self, call: ToolCall, status: str, text: str, error: str = "") -> Answer:
+    def _answer(self, call: ToolCall, status: str, text: str, error: str) -> Answer:
         return Answer(message=self.ledger.answer_call(call, status=status, result=text, error=error), text=text)
 
 
@@ -237,7 +237,7 @@ def run_tool(tool: Tool, ctx: ToolContext, arguments: BaseModel) -> Outcome:
 def revoked_right(assistant: Any, user: Any, name: str) -> str | None:
     """Why an approved call may no longer run for ``user``: rights are checked again when it runs, since
     an approval can come hours after the request. ``None`` while the user still holds them."""
-    if not getattr(user, "is_active", True):
+    if not user.is_active:  # every user model has it (AbstractBaseUser)
         return "the user's account is no longer active"
     if not assistant.has_permission(user):
         return f"the user may no longer use the assistant {assistant.id!r}"
@@ -247,7 +247,7 @@ def revoked_right(assistant: Any, user: Any, name: str) -> str | None:
     return None
 
 
-def run_approved_call(call: ToolCall, *, note: str = "") -> bool:
+def run_approved_call(call: ToolCall, *, note: str) -> bool:
     """Run one approved call (already ``running``) for the conversation's user, with the tools that assistant
     offers that user now. Tool errors go back to the model whatever ``TOOL_ERRORS`` says: no request waits."""
     conversation = call.conversation
