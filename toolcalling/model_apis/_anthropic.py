@@ -74,17 +74,13 @@ class Anthropic(ModelAPI):
         """Stream an answer; a server that answers with one JSON message instead is read as such."""
         response = self.client.post(PATH, body={**body, "stream": True}, options=options, cast_to=httpx2.Response,
                                     stream=True)  # fmt: skip
-        try:
-            if response.headers.get("content-type", "").startswith("application/json"):
-                reply = reading.reply_from_message(read.parse_json(response.read()), body["model"])
-                if reply.content:
-                    on_delta(reply.content)
-                return reply
-            assembler = reading.EventAssembler(body["model"], on_delta)
-            assembler.feed_lines(response.iter_lines())
-            return assembler.finish()
-        finally:
-            response.close()
+        return read.streamed_reply(
+            response,
+            body["model"],
+            on_delta,
+            reading.reply_from_message,
+            reading.EventAssembler(body["model"], on_delta),
+        )
 
 
 @contextmanager

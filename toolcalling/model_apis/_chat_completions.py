@@ -54,17 +54,9 @@ class ChatCompletions(ModelAPI):
         """Stream an answer; a server that answers with one JSON completion instead is read as such."""
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
         response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response, stream=True)
-        try:
-            if response.headers.get("content-type", "").startswith("application/json"):
-                reply = reply_from_completion(read.parse_json(response.read()), body["model"])
-                if reply.content:
-                    on_delta(reply.content)
-                return reply
-            assembler = StreamAssembler(body["model"], on_delta)
-            assembler.feed_lines(response.iter_lines())
-            return assembler.finish()
-        finally:
-            response.close()
+        return read.streamed_reply(
+            response, body["model"], on_delta, reply_from_completion, StreamAssembler(body["model"], on_delta)
+        )
 
 
 @contextmanager

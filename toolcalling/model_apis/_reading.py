@@ -4,10 +4,10 @@ a malformed answer becomes a ``ModelError`` (``invalid``) before anything of it 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol
 
-from ._base import invalid
+from ._base import DeltaCallback, ModelReply, invalid
 
 
 def parse_json(raw: bytes | str) -> Any:
@@ -80,3 +80,25 @@ def text(value: Any, where: str) -> str | None:
 
 def string(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+class Assembler(Protocol):
+    """What reads one API's event stream into a reply."""
+
+    def feed_lines(self, lines: Iterable[str]) -> None: ...
+    def finish(self) -> ModelReply: ...
+
+
+def streamed_reply(response: Any, model: str, on_delta: DeltaCallback, parse: Callable[[Any, str], ModelReply],
+                   assembler: Assembler) -> ModelReply:  # fmt: skip
+    """A streamed answer, or the one JSON body a server sent instead (``parse`` reads it); closed either way."""
+    try:
+        if response.headers.get("content-type", "").startswith("application/json"):
+            reply = parse(parse_json(response.read()), model)
+            if reply.content:
+                on_delta(reply.content)
+            return reply
+        assembler.feed_lines(response.iter_lines())
+        return assembler.finish()
+    finally:
+        response.close()

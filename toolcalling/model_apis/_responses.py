@@ -66,17 +66,9 @@ class Responses(ModelAPI):
         """Stream an answer; a server that answers with one JSON response instead is read as such."""
         response = self.client.post(PATH, body={**body, "stream": True}, options=options, cast_to=httpx2.Response,
                                     stream=True)  # fmt: skip
-        try:
-            if response.headers.get("content-type", "").startswith("application/json"):
-                reply = reply_from_response(read.parse_json(response.read()), body["model"])
-                if reply.content:
-                    on_delta(reply.content)
-                return reply
-            assembler = EventAssembler(body["model"], on_delta)
-            assembler.feed_lines(response.iter_lines())
-            return assembler.finish()
-        finally:
-            response.close()
+        return read.streamed_reply(
+            response, body["model"], on_delta, reply_from_response, EventAssembler(body["model"], on_delta)
+        )
 
 
 # Building requests --------------------------------------------------------------------------------------
