@@ -20,7 +20,7 @@ from django.utils.translation import gettext as _
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _reading as read
-from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, Usage, invalid
+from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, invalid
 
 if TYPE_CHECKING:
     from ..hooks import ModelRequest
@@ -141,7 +141,7 @@ def reply_from_completion(data: Any, requested_model: str) -> ModelReply:
     return ModelReply(
         content=content,
         tool_calls=[_call(item, f"message.tool_calls[{n}]") for n, item in enumerate(calls)],
-        usage=_usage(data.get("usage")),
+        usage=read.usage(data.get("usage"), "prompt_tokens", "completion_tokens"),
         model=read.string(data.get("model")) or requested_model,
         finish_reason=read.string(choice.get("finish_reason")) or None,
     )
@@ -169,7 +169,7 @@ class StreamAssembler:
         if not isinstance(choices, list):
             raise invalid("a stream chunk's choices is not a list")
         if chunk.get("usage"):
-            self.reply.usage = _usage(chunk["usage"])
+            self.reply.usage = read.usage(chunk["usage"], "prompt_tokens", "completion_tokens")
         self.reply.model = read.string(chunk.get("model")) or self.reply.model
         for choice in choices:
             self.chunks += 1
@@ -242,17 +242,3 @@ def _call(item: Any, where: str) -> RequestedCall:
     if not name:
         raise invalid(f"{where} has no function name")
     return RequestedCall(id=read.string(item.get("id")), name=name, arguments=read.arguments(function.get("arguments")))
-
-
-def _usage(value: Any) -> Usage:
-    if not isinstance(value, dict):
-        return Usage()
-    prompt, completion = (read.count(value.get(key)) for key in ("prompt_tokens", "completion_tokens"))
-    total = read.count(value.get("total_tokens"), total=True)
-    return Usage(
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        total_tokens=total or prompt + completion,
-        cached_tokens=read.detail(value, "prompt_tokens_details", "cached_tokens"),
-        reasoning_tokens=read.detail(value, "completion_tokens_details", "reasoning_tokens"),
-    )

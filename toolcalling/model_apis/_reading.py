@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
-from ._base import DeltaCallback, ModelReply, invalid
+from ._base import DeltaCallback, ModelReply, Usage, invalid
 
 
 def parse_json(raw: bytes | str) -> Any:
@@ -61,6 +61,22 @@ def detail(usage: dict[str, Any], group: str, key: str) -> int:
     """A count inside one of usage's ``*_details`` objects (absent on many servers, or ``null``)."""
     details = usage.get(group)
     return count(details.get(key)) if isinstance(details, dict) else 0
+
+
+def usage(value: Any, input_key: str, output_key: str) -> Usage:
+    """The usage object of an OpenAI API: input and output under the names given (``prompt_tokens`` /
+    ``completion_tokens``, ``input_tokens`` / ``output_tokens``), each with its ``*_details`` beside it."""
+    if not isinstance(value, dict):
+        return Usage()
+    prompt, completion = count(value.get(input_key)), count(value.get(output_key))
+    total = count(value.get("total_tokens"), total=True)
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=total or prompt + completion,
+        cached_tokens=detail(value, f"{input_key}_details", "cached_tokens"),
+        reasoning_tokens=detail(value, f"{output_key}_details", "reasoning_tokens"),
+    )
 
 
 def json_object(value: Any, where: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _reading as read
-from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, Usage, invalid
+from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, invalid
 from ._chat_completions import request_options, sdk_errors
 
 if TYPE_CHECKING:
@@ -213,7 +213,7 @@ def reply_from_response(data: Any, requested_model: str) -> ModelReply:
     return ModelReply(
         content=content,
         tool_calls=calls,
-        usage=_usage(data.get("usage")),
+        usage=read.usage(data.get("usage"), "input_tokens", "output_tokens"),
         model=read.string(data.get("model")) or requested_model,
         finish_reason=_finish_reason(data, calls),
         reasoning=reasoning,
@@ -287,17 +287,3 @@ def _finish_reason(data: dict[str, Any], calls: list[RequestedCall]) -> str:
         reason = details.get("reason") if isinstance(details, dict) else None
         return "content_filter" if reason == "content_filter" else "length"
     return "tool_calls" if calls else "stop"
-
-
-def _usage(value: Any) -> Usage:
-    if not isinstance(value, dict):
-        return Usage()
-    prompt, completion = (read.count(value.get(key)) for key in ("input_tokens", "output_tokens"))
-    total = read.count(value.get("total_tokens"), total=True)
-    return Usage(
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        total_tokens=total or prompt + completion,
-        cached_tokens=read.detail(value, "input_tokens_details", "cached_tokens"),
-        reasoning_tokens=read.detail(value, "output_tokens_details", "reasoning_tokens"),
-    )
