@@ -139,3 +139,18 @@ def test_calls_finishing_together_continue_the_conversation_once(api, ops, appro
     assert sorted(m["content"] for m in last if m["role"] == "tool")[0] == "3"  # the ungated call's result kept
     assert Conversation.objects.get(pk=ops["id"]).status == "idle"
     worker_model.assert_done()  # no second continuation asked the model again
+
+
+def test_an_approved_call_on_the_worker_passes_through_the_assistants_hooks(api, approver_api, worker_model):
+    conversation = api.post("/api/toolcalling/conversations/", {"assistant": "ops_hooked"}, format="json").json()
+    call = gated_call(api, conversation, worker_model, "hooked")
+    worker_model.reply("Bumped it.")
+    assert approver_api.post(f"/api/toolcalling/tool-calls/{call.pk}/approve/").status_code == 200
+    final_answer(api, conversation)
+
+    call.refresh_from_db()
+    assert call.status == ToolCall.Status.SUCCEEDED
+    assert counter("hooked") == 1
+    [message] = tool_messages(call)
+    assert message.content.endswith(" (checked by the ops hook)")
+    assert json.loads(message.content.removesuffix(" (checked by the ops hook)"))["value"] == 1

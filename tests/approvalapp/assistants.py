@@ -3,6 +3,7 @@
 from typing import Any
 
 from toolcalling import Assistant
+from toolcalling.hooks import Hook
 
 
 class OpsAssistant(Assistant):
@@ -30,6 +31,20 @@ class OpsAnthropicAssistant(OpsAssistant):
     api = "anthropic"
     model = "claude-sonnet-4-5"
     model_options = {"thinking": {"type": "enabled", "budget_tokens": 1024}}
+
+
+class Stamp(Hook):
+    """Marks every tool result, so a test sees that the worker ran the assistant's hooks too."""
+
+    def after_tool_call(self, turn: Any, call: Any, result: str) -> str:
+        return f"{result} (checked by the ops hook)"
+
+
+class OpsHookedAssistant(OpsAssistant):
+    """The ops assistant with a hook, for the test that a worker-run approved call passes through it."""
+
+    id = "ops_hooked"
+    hooks = [Stamp()]
 
 
 class ClerkAssistant(Assistant):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -114,6 +115,19 @@ class ExtrasAssistant(Assistant):
 
     def on_argument_extras(self, call: Any, extras: Why) -> None:
         type(self).seen.append((call.name, extras))
+
+
+class When(BaseModel):
+    due: date = Field(description="The day the user wants it done.")
+
+
+class DatedExtrasAssistant(Assistant):
+    """Extras with a date: stored as JSON text, where a Python dump would hold a ``date`` object."""
+
+    id = "lf_dated_extras"
+    instructions = "Say when."
+    tools = BASE_TOOLS
+    argument_extras = When
 
 
 class ResponsesAssistant(Assistant):

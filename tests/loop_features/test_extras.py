@@ -86,3 +86,15 @@ def test_the_system_check_reports_a_collision_with_a_tool_named_by_string(monkey
     monkeypatch.setattr(ExtrasAssistant, "argument_extras", Clashing)
     errors = [e for e in check_assistants() if e.id == "toolcalling.E003"]
     assert len(errors) == 1 and "add.a" in errors[0].msg and errors[0].obj is ExtrasAssistant
+
+
+def test_extras_are_stored_as_json_values(strict_model, alice):
+    strict_model.call("add", {"a": 1, "b": 1, "due": "2026-12-24"})
+    strict_model.reply("2")
+    result = Assistant.get("lf_dated_extras").run(alice, "1+1 by Christmas Eve")
+
+    call = ToolCall.objects.get(conversation=result.conversation)
+    assert call.status == ToolCall.Status.SUCCEEDED
+    assert call.extras == {"due": "2026-12-24"}
+    call.refresh_from_db()
+    assert call.extras == {"due": "2026-12-24"}
