@@ -54,14 +54,16 @@ $(VENV)/.mysqlclient: requirements/mysql.txt $(VENV)/.installed | system-package
 	$(PY) -m pip install --quiet -r requirements/mysql.txt
 	touch $@
 
-# The whole suite three times: on SQLite, on PostgreSQL, then on MariaDB. It starts and stops the services it
-# needs itself (redis-server, Celery workers, Chromium, and a private PostgreSQL cluster or MariaDB server).
-# One pass after the other: on two cores the PostgreSQL and MariaDB passes run at once took as long (824 s
-# against 828 s).
+# The whole suite three times: on SQLite, on PostgreSQL, then on MariaDB, each pass on another model API (Chat
+# Completions, Responses, Anthropic's Messages): the suite runs once on each database and once on each API; tests
+# marked each_api run on all three APIs in every pass, tests marked chat_completions (written for its bodies) on
+# that API. It starts and stops the services it needs itself (redis-server, Celery workers, Chromium, and a
+# private PostgreSQL cluster or MariaDB server). One pass after the other: on two cores the PostgreSQL and
+# MariaDB passes run at once took as long (824 s against 828 s).
 test: setup system-packages lint $(VENV)/.mysqlclient
-	$(PY) -m pytest
-	TOOLCALLING_TEST_DATABASE=postgresql $(PY) -m pytest
-	TOOLCALLING_TEST_DATABASE=mariadb $(PY) -m pytest
+	TOOLCALLING_TEST_API=chat_completions $(PY) -m pytest
+	TOOLCALLING_TEST_DATABASE=postgresql TOOLCALLING_TEST_API=responses $(PY) -m pytest
+	TOOLCALLING_TEST_DATABASE=mariadb TOOLCALLING_TEST_API=anthropic $(PY) -m pytest
 
 # The mutation run over approval/, usage/ and engine/_calls.py (docs/mutation.md); AREAS="approval usage" picks areas.
 mutation: setup

@@ -1,5 +1,6 @@
 """Shared fixtures: users, an API client, and a strict scripted model served over HTTP."""
 
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from toolcalling.testutils import override_model
 # The model APIs a test marked ``each_api`` runs on, with the model each is asked for: on the Responses API
 # one of OpenAI's reasoning models, so the strict server's reasoning rules apply; on Anthropic's a model with
 # extended thinking on, so its thinking blocks must come back with every tool-use continuation.
+SUITE_API = os.environ.get("TOOLCALLING_TEST_API", "chat_completions")
 ANTHROPIC_THINKING = {"thinking": {"type": "enabled", "budget_tokens": 1024}}
 APIS = {
     "chat_completions": {},
@@ -28,8 +30,15 @@ APIS = {
 
 
 def pytest_configure(config):
+    if SUITE_API not in APIS:
+        raise pytest.UsageError(f"TOOLCALLING_TEST_API={SUITE_API!r}: expected one of {', '.join(APIS)}")
     config.addinivalue_line("markers", "toolcalling(**settings): TOOLCALLING keys for the model fixture")
     config.addinivalue_line("markers", "each_api: run the test once per model API (TOOLCALLING['API'])")
+    config.addinivalue_line(
+        "markers",
+        "chat_completions: written for Chat Completions (reads its request or reply bodies, or prices its test model"
+        " by name), so it runs there whatever the suite's API",
+    )
 
 
 def pytest_generate_tests(metafunc):
@@ -40,10 +49,14 @@ def pytest_generate_tests(metafunc):
 def pytest_report_header(config):
     where = settings.DATABASES["default"]
     if settings.DATABASE == "postgresql":
-        return f"database: postgresql, a private cluster in {where['HOST']} (TOOLCALLING_TEST_DATABASE)"
-    if settings.DATABASE == "mariadb":
-        return f"database: mariadb, a private server on 127.0.0.1:{where['PORT']} (TOOLCALLING_TEST_DATABASE)"
-    return f"database: sqlite, {where['TEST']['NAME']} (TOOLCALLING_TEST_DATABASE=postgresql or mariadb for those)"
+        database = f"database: postgresql, a private cluster in {where['HOST']} (TOOLCALLING_TEST_DATABASE)"
+    elif settings.DATABASE == "mariadb":
+        database = f"database: mariadb, a private server on 127.0.0.1:{where['PORT']} (TOOLCALLING_TEST_DATABASE)"
+    else:
+        database = (
+            f"database: sqlite, {where['TEST']['NAME']} (TOOLCALLING_TEST_DATABASE=postgresql or mariadb for those)"
+        )
+    return [database, f"model API: {SUITE_API} (TOOLCALLING_TEST_API=chat_completions, responses or anthropic)"]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -126,16 +139,22 @@ def requests_end_with_their_test(request) -> Iterator[None]:
 
 
 @pytest.fixture
-def model_api() -> str:
-    """The model API the ``model`` fixture's turns speak; a test marked ``each_api`` runs on each."""
-    return "chat_completions"
+def model_api(request) -> str:
+    """The model API the ``model`` fixture's turns speak: ``TOOLCALLING_TEST_API`` (default Chat Completions) runs
+    the whole suite on another; a test marked ``each_api`` runs on each, one marked ``chat_completions`` (written for
+    that API's bodies or its test model) on Chat Completions."""
+    if request.node.get_closest_marker("chat_completions"):
+        return "chat_completions"
+    return SUITE_API
 
 
 @pytest.fixture
 def model(db, request, model_api) -> Iterator[ScriptedModel]:
     """A scripted model on a strict local server; ``@pytest.mark.toolcalling(KEY=value)`` adds settings."""
     marker = request.node.get_closest_marker("toolcalling")
-    with override_model(**{"API": model_api, **APIS[model_api], **(marker.kwargs if marker else {})}) as scripted:
+    chosen = marker.kwargs if marker else {}
+    api = chosen.get("API", model_api)  # a test that names its API gets that API's defaults, not the suite's
+    with override_model(**{"API": api, **APIS[api], **chosen}) as scripted:
         yield scripted
 
 

@@ -10,12 +10,10 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from tests.approvalapp.models import Counter
+from tests.history import history_problems
 from toolcalling import signals
-from toolcalling.engine._storage import load_messages, to_openai
-from toolcalling.model_apis._chat_completions import without_reasoning
 from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.tasks import expire_waiting_tool_calls
-from toolcalling.testing import validate_chat_request
 from toolcalling.testutils import override_toolcalling
 
 
@@ -35,10 +33,8 @@ def tool_message(call):
 
 
 def assert_history_valid(conversation_id):
-    """As Chat Completions is sent it: without the reasoning items a Responses answer keeps."""
-    conv = Conversation.objects.get(pk=conversation_id)
-    history = without_reasoning(to_openai(load_messages(conv)))
-    assert validate_chat_request({"model": "m", "messages": history}) == []
+    """As the conversation's model API would send it next."""
+    assert history_problems(conversation_id) == []
 
 
 @pytest.fixture

@@ -58,7 +58,7 @@ def test_a_rule_that_raises_does_not_let_the_tool_run(api, ledger, model):
     assert not Counter.objects.filter(name="transfer-XYZ").exists()  # the tool never ran
     told = Message.objects.get(conversation_id=ledger["id"], role="tool", tool_call_id=call.call_id).content
     assert told == "Error: KeyError: 'XYZ'"
-    assert [m["content"] for m in model.requests[1]["messages"] if m["role"] == "tool"] == [told]
+    assert [m["content"] for m in model.messages(1) if m["role"] == "tool"] == [told]
     assert Conversation.objects.get(pk=ledger["id"]).status == "idle"
     model.assert_done()
 

@@ -87,13 +87,13 @@ def test_the_calls_before_the_wait_count_towards_the_limits_of_the_turn(
     model.reply("Done.")
     with django_capture_on_commit_callbacks(execute=True):
         approval.approve(call, approver)
-    results = [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"]
+    results = [m["content"] for m in model.messages(-1) if m["role"] == "tool"]
     assert results[-2] == "4"  # the second add of the turn
     assert results[-1] == "Error: not run, the limit is at most 2 calls to 'add' per turn."
     model.calls(("add", {"a": 4, "b": 4}), ("add", {"a": 5, "b": 5}))  # a new message is a new turn
     model.reply("Again.")
     post(api, ops, "and again")
-    assert [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"][-2:] == ["8", "10"]
+    assert [m["content"] for m in model.messages(-1) if m["role"] == "tool"][-2:] == ["8", "10"]
     model.assert_done()
 
 

@@ -66,7 +66,7 @@ def test_the_user_declines_and_the_model_is_told_the_user_declined(
         response = api.post(f"{URL}tool-calls/{confirmable.pk}/reject/", {"reason": "changed my mind"}, format="json")
     assert response.status_code == 200, response.content
     assert tool_message(confirmable).content == "Not run: the user declined this call. Reason: changed my mind"
-    assert model.last_request["messages"][-1]["content"].startswith("Not run: the user declined this call.")
+    assert model.messages(-1)[-1]["content"].startswith("Not run: the user declined this call.")
     assert LogEntry.objects.get(object_id=str(confirmable.pk)).change_message == "Declined by the user: changed my mind"
     assert not Counter.objects.filter(name="savings").exists()
     model.assert_done()

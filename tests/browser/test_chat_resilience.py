@@ -129,7 +129,7 @@ def test_a_tools_exception_reaches_the_customer_as_a_neutral_sentence(page, mode
     # The details stay for staff (the admin shows the call's error) and for the model (the tool result).
     stored = ToolCall.objects.get(name="get_order_status")
     assert stored.error == "ValueError: No order 20251002-0041 for this customer."
-    assert model.requests[1]["messages"][-1]["content"] == f"Error: {stored.error}"
+    assert model.messages(1)[-1]["content"] == f"Error: {stored.error}"
 
 
 @pytest.mark.toolcalling(TOOL_ERRORS="raise")

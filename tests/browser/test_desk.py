@@ -104,6 +104,6 @@ def test_a_customer_declines_their_own_call_on_the_chat_page(live_server, browse
     expect(page.locator(".tc-messages .tc-assistant").last).to_contain_text("I moved nothing", timeout=15_000)
     expect(page.locator(".tc-call", has_text="Move points")).to_contain_text("declined")
     assert not Counter.objects.filter(name="savings").exists()
-    assert model.requests[-1]["messages"][-1]["content"] == "Not run: the user declined this call."
+    assert model.messages(-1)[-1]["content"] == "Not run: the user declined this call."
     model.assert_done()
     context.close()

@@ -124,7 +124,7 @@ def test_a_turns_queries_do_not_grow_with_the_conversation(api, model, alice):
     assert Message.objects.filter(conversation=long).count() == 500
     count_turn_queries(api, short.pk, model)  # the process's first turn makes this period's usage counter rows
     assert count_turn_queries(api, short.pk, model) == count_turn_queries(api, long.pk, model)
-    assert len(model.requests[-1]["messages"]) == 1 + 500 + 1 + 2  # system, history, question, call + result
+    assert len(model.messages(-1)) == 1 + 500 + 1 + 2  # system, history, question, call + result
 
 
 def test_a_calls_arguments_come_in_the_tools_parameter_order_on_every_database(api, conversation, model):

@@ -68,6 +68,7 @@ def run_turn(api, conversation: Conversation, model) -> tuple[int, dict]:
     return len(queries), model.requests[-1]
 
 
+@pytest.mark.chat_completions
 def test_under_a_budget_a_turn_reads_the_same_with_10_or_2000_stored_messages(api, alice, model, rows_read):
     short = Conversation.objects.create(user=alice, assistant_id="budgeted")
     long = Conversation.objects.create(user=alice, assistant_id="budgeted")

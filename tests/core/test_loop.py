@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from tests.history import history_problems
 from toolcalling.models import Conversation, Message, ToolCall
-from toolcalling.testing import validate_chat_request
 from toolcalling.testing.scripted import chat_messages
 from toolcalling.testutils import override_toolcalling
 
@@ -23,14 +23,8 @@ def tool_messages(request_body):
 
 
 def assert_stored_history_valid(conversation_id):
-    """The stored history, as Chat Completions is sent it (without the reasoning items a Responses answer keeps),
-    is one the API accepts; on the Responses API the strict server checked each request already."""
-    from toolcalling.engine._storage import load_messages, to_openai
-    from toolcalling.model_apis._chat_completions import without_reasoning
-
-    conv = Conversation.objects.get(pk=conversation_id)
-    history = without_reasoning(to_openai(load_messages(conv)))
-    assert validate_chat_request({"model": "m", "messages": history}) == []
+    """The stored history, as the conversation's model API would send it next, is one that API accepts."""
+    assert history_problems(conversation_id) == []
 
 
 def test_calls_run_in_order_and_results_go_back_as_tool_messages(api, conversation, model):

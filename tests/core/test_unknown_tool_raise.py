@@ -3,9 +3,8 @@ turn ends with ``tool_error`` (422), and the history stays one the real API acce
 
 import pytest
 
-from toolcalling.engine._storage import load_messages, to_openai
+from tests.history import history_problems
 from toolcalling.models import Conversation, ToolCall
-from toolcalling.testing import validate_chat_request
 
 
 @pytest.mark.toolcalling(TOOL_ERRORS="raise")
@@ -23,6 +22,5 @@ def test_an_unknown_tool_under_raise_ends_the_turn_with_tool_error(api, conversa
     calls = ToolCall.objects.filter(conversation_id=conversation["id"]).order_by("index")
     assert [(c.name, c.status) for c in calls] == [("nonexistent", "failed"), ("add", "cancelled")]  # add never ran
     assert len(model.requests) == 1  # the model is not asked again
-    history = to_openai(load_messages(conv))
-    assert validate_chat_request({"model": "m", "messages": history}) == []
+    assert history_problems(conv.pk) == []
     model.assert_done()

@@ -19,6 +19,7 @@ DAILY = [{"cost": "0.001", "per": "user", "period": "day"}]
 OVER = {"prompt_tokens": 800, "completion_tokens": 100, "cached_tokens": 0}
 
 
+@pytest.mark.chat_completions
 @pytest.mark.toolcalling(PRICES=PRICED, USAGE_LIMITS=DAILY)
 def test_a_money_limit_refuses_the_next_turn_once_the_answers_cost_reaches_it(api, model, new_conversation):
     conversation = new_conversation()
@@ -38,6 +39,7 @@ def test_a_money_limit_refuses_the_next_turn_once_the_answers_cost_reaches_it(ap
     model.assert_done()
 
 
+@pytest.mark.chat_completions
 @pytest.mark.toolcalling(PRICES=PRICED, USAGE_LIMITS=DAILY)
 def test_a_turn_whose_answer_crosses_the_money_limit_ends_cleanly_before_the_next_model_call(
     api, model, new_conversation
@@ -56,6 +58,7 @@ def test_a_turn_whose_answer_crosses_the_money_limit_ends_cleanly_before_the_nex
     model.assert_done()  # not asked again
 
 
+@pytest.mark.chat_completions
 @pytest.mark.toolcalling(PRICES=PRICED, USAGE_LIMITS=DAILY)
 def test_the_usage_shows_a_money_limit_in_decimal_strings(api, model, new_conversation):
     model.reply("Some.", usage={"prompt_tokens": 300, "completion_tokens": 50, "cached_tokens": 0})
@@ -65,6 +68,7 @@ def test_the_usage_shows_a_money_limit_in_decimal_strings(api, model, new_conver
     assert limit["exceeded"] is False
 
 
+@pytest.mark.chat_completions
 @pytest.mark.toolcalling(USAGE_LIMITS=DAILY)
 def test_a_model_without_a_price_under_a_money_limit_is_refused_never_free(api, model, new_conversation):
     conversation = new_conversation()

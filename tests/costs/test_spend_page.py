@@ -37,6 +37,7 @@ def spent(api, model, new_conversation, alice, bob):
     model.assert_done()
 
 
+@pytest.mark.chat_completions
 @pytest.mark.toolcalling(PRICES=PRICED)
 def test_the_page_charts_each_assistants_daily_cost_and_lists_the_top_users(admin_client, spent):
     page = admin_client.get(SPEND)
@@ -55,6 +56,7 @@ def test_the_page_charts_each_assistants_daily_cost_and_lists_the_top_users(admi
     assert tallest["label"].endswith("Helper: 0.25 USD") and float(tallest["height"]) == 220
 
 
+@pytest.mark.chat_completions
 @pytest.mark.toolcalling(PRICES=PRICED)
 def test_the_csv_has_a_row_per_day_and_assistant_in_the_currency(admin_client, spent):
     response = admin_client.get(SPEND + "?format=csv")

@@ -10,6 +10,7 @@ from toolcalling.testutils import override_toolcalling
 from .conftest import PRICED, post
 
 
+@pytest.mark.chat_completions
 @pytest.mark.toolcalling(PRICES=PRICED, CURRENCY="EUR")
 def test_the_usage_shows_the_cost_of_the_day_and_the_month_in_the_currency(api, model, new_conversation, alice, bob):
     model.call("add", {"a": 1, "b": 2}, usage={"prompt_tokens": 1000, "completion_tokens": 100, "cached_tokens": 600})
@@ -30,6 +31,7 @@ def test_the_usage_shows_the_cost_of_the_day_and_the_month_in_the_currency(api, 
         assert body["usage"][period]["tokens"] == 3150
 
 
+@pytest.mark.chat_completions
 def test_answers_without_a_price_are_counted_beside_the_cost(api, model, new_conversation):
     model.reply("Unpriced.", usage=(100, 10))
     assert post(api, new_conversation(), "hi").status_code == 201

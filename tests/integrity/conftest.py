@@ -8,18 +8,10 @@ from typing import Any
 from rest_framework.test import APIClient
 
 from tests.approval.conftest import approver, approver_api, ops  # noqa: F401  (fixtures these tests share)
-from toolcalling.engine._storage import load_messages, to_openai
-from toolcalling.models import Conversation, Message, ToolCall
-from toolcalling.testing import validate_chat_request
+from tests.history import history_problems  # noqa: F401  (the stored history as its API checks it)
+from toolcalling.models import Message, ToolCall
 
 URL = "/api/toolcalling/conversations/{}/messages/"
-
-
-def history_problems(conversation_id: Any) -> list[str]:
-    """What the strict server would refuse in the stored history (an empty list: the real API accepts it)."""
-    conversation = Conversation.objects.get(pk=conversation_id)
-    messages = [{"role": "system", "content": "x"}, *to_openai(load_messages(conversation))]
-    return validate_chat_request({"model": "m", "messages": messages})
 
 
 def answers_per_call(conversation_id: Any) -> dict[str, int]:

@@ -98,6 +98,7 @@ def test_a_malformed_reply_is_a_model_error_and_the_next_turn_succeeds(transacti
     model.assert_done()
 
 
+@pytest.mark.chat_completions
 @pytest.mark.parametrize("mode", MODES)
 def test_replies_a_strict_api_would_refuse_to_get_back_are_stored_safely(transactional_db, alice, model, mode):
     """Missing and repeated call ids, lone surrogates and NUL characters: stored so the history stays valid."""
@@ -153,7 +154,7 @@ def test_replies_a_strict_api_would_refuse_to_get_back_are_stored_safely(transac
     assert texts[-1] == "Done \ufffd."
     assert history_problems(conversation.pk) == []
     # The model was sent the stored (renamed) ids, each answered right after its call.
-    sent = model.requests[-1]["messages"]
+    sent = model.messages(-1)
     assert [c["id"] for c in sent[-6]["tool_calls"]] == ids
     model.assert_done()
 

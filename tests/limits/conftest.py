@@ -8,22 +8,14 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.approval.conftest import approver  # noqa: F401  (a staff member who may approve calls)
-from toolcalling.engine._storage import load_messages, to_openai
-from toolcalling.models import Conversation, UsageCounter
-from toolcalling.testing import validate_chat_request
+from tests.history import history_problems  # noqa: F401  (the stored history as its API checks it)
+from toolcalling.models import UsageCounter
 
 URL = "/api/toolcalling/conversations/{}/messages/"
 
 
 def post(api: APIClient, conversation_id: Any, content: str = "hi", **body: Any) -> Any:
     return api.post(URL.format(conversation_id), {"content": content, **body}, format="json")
-
-
-def history_problems(conversation_id: Any) -> list[str]:
-    """What the strict server would refuse in the stored history (empty: the real API accepts it)."""
-    conversation = Conversation.objects.get(pk=conversation_id)
-    messages = [{"role": "system", "content": "x"}, *to_openai(load_messages(conversation))]
-    return validate_chat_request({"model": "m", "messages": messages})
 
 
 def used(scope: str, key: Any, period: str = "day") -> dict[str, int]:

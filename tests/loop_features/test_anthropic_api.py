@@ -108,6 +108,7 @@ def test_structured_output_goes_as_output_config_format_and_an_invalid_answer_is
     assert "confidence: Field required" in retry[-1]["content"]
 
 
+@pytest.mark.chat_completions  # its assistants choose their APIs; the site's MODEL_OPTIONS hold no thinking
 def test_a_conversation_moves_between_responses_and_anthropic_each_keeping_its_own_items(
     strict_model, api, conversation
 ):

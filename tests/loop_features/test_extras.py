@@ -18,12 +18,12 @@ def clear_seen():
 def test_every_tool_schema_asks_for_the_extras(strict_model, alice):
     strict_model.reply("hi")
     Assistant.get("lf_extras").run(alice, "hi")
-    for definition in strict_model.requests[0]["tools"]:
-        params = definition["function"]["parameters"]
+    for definition in strict_model.tool_definitions(0).values():
+        params = definition["parameters"]
         assert {"reasoning", "confidence"} <= set(params["properties"])
         assert {"reasoning", "confidence"} <= set(params["required"])
-    add = next(t for t in strict_model.requests[0]["tools"] if t["function"]["name"] == "add")
-    assert add["function"]["parameters"]["required"] == ["a", "b", "reasoning", "confidence"]
+    add = strict_model.tool_definitions(0)["add"]
+    assert add["parameters"]["required"] == ["a", "b", "reasoning", "confidence"]
 
 
 def test_extras_are_stored_handed_over_and_removed_before_the_tool_runs(strict_model, alice):
@@ -48,7 +48,7 @@ def test_missing_or_invalid_extras_go_back_to_the_model_like_invalid_arguments(s
     assert call.status == ToolCall.Status.FAILED
     assert call.result.startswith("Error: invalid arguments for add: reasoning: Field required; confidence:")
     assert ExtrasAssistant.seen == []
-    assert strict_model.requests[1]["messages"][-1]["content"] == call.result
+    assert strict_model.messages(1)[-1]["content"] == call.result
 
 
 def test_extras_on_a_gated_call_are_stored_while_it_waits(strict_model, alice):

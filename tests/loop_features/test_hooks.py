@@ -62,6 +62,7 @@ class Rewrite(Hook):
         request.options["temperature"] = 0
 
 
+@pytest.mark.chat_completions
 def test_a_hook_changes_the_request_messages_tools_and_options(strict_model, alice, hooked):
     strict_model.reply("ok")
     hooked(Rewrite()).run(alice, "hi")
@@ -87,7 +88,7 @@ def test_a_hook_skips_one_call_and_replaces_anothers_result(strict_model, alice,
     explode, add = result.tool_calls
     assert (explode.status, explode.result) == (ToolCall.Status.SUCCEEDED, "skipped by policy")
     assert (add.status, add.result) == (ToolCall.Status.SUCCEEDED, "4 (checked)")
-    tool_messages = [m for m in strict_model.requests[1]["messages"] if m["role"] == "tool"]
+    tool_messages = [m for m in strict_model.messages(1) if m["role"] == "tool"]
     assert [m["content"] for m in tool_messages] == ["skipped by policy", "4 (checked)"]
 
 
@@ -120,7 +121,7 @@ def test_end_turn_from_a_hook_ends_with_its_message_and_keeps_the_history_valid(
     HookedAssistant.hooks = []
     strict_model.reply("fine")
     assistant.run(alice, "second", result.conversation)
-    roles = [m["role"] for m in strict_model.requests[-1]["messages"]]
+    roles = [m["role"] for m in strict_model.messages(-1)]
     assert roles == ["system", "user", "assistant", "tool", "tool", "assistant", "user"]
 
 

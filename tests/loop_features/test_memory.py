@@ -15,7 +15,7 @@ def two_earlier_turns(model, user, assistant_id):
 
 
 def sent(model, index=-1):
-    return [(m["role"], m.get("content")) for m in model.requests[index]["messages"][1:]]
+    return [(m["role"], m.get("content")) for m in model.messages(index)[1:]]
 
 
 def test_full_memory_sends_earlier_turns_with_their_tool_calls(strict_model, alice):

@@ -56,6 +56,7 @@ def test_token_usage_is_stored_per_message_and_summed_per_conversation(strict_mo
     assert (conversation.prompt_tokens, conversation.completion_tokens, conversation.total_tokens) == (80, 18, 98)
 
 
+@pytest.mark.chat_completions
 def test_signals_fire_around_model_and_tool_calls(strict_model, alice):
     seen = []
 
@@ -108,6 +109,7 @@ def test_signals_fire_around_model_and_tool_calls(strict_model, alice):
     assert [m.pk for m in seen[-1][2]["messages"]] == [m.pk for m in result.messages]
 
 
+@pytest.mark.chat_completions
 def test_spans_for_the_turn_each_model_call_and_each_tool_call(strict_model, alice, spans):
     result = run_add_and_explode(strict_model, alice)
     finished = spans.get_finished_spans()

@@ -81,6 +81,7 @@ def test_a_reasoning_model_refuses_sampling_options_as_the_real_api_does(model, 
     assert len(model.rejected) == 1 and not model.requests
 
 
+@pytest.mark.chat_completions
 def test_an_assistant_api_overrides_the_setting(strict_model, alice):
     strict_model.call("add", {"a": 1, "b": 1})
     strict_model.reply("2")
@@ -139,6 +140,7 @@ def test_chat_completions_usage_counts_scripted_cached_and_reasoning_tokens(stri
     assert (conversation.cached_tokens, conversation.reasoning_tokens) == (512, 40)
 
 
+@pytest.mark.chat_completions
 def test_a_conversation_begun_on_chat_completions_continues_on_responses(strict_model, api, conversation):
     strict_model.call("add", {"a": 2, "b": 2})
     strict_model.reply("4")
@@ -159,6 +161,7 @@ def test_a_conversation_begun_on_chat_completions_continues_on_responses(strict_
     assert [len(m.reasoning) for m in stored] == [0, 0, 1, 1]
 
 
+@pytest.mark.chat_completions
 @pytest.mark.toolcalling(MODEL="gpt-5.4")
 def test_a_reasoning_model_with_tools_on_chat_completions_is_a_model_error_naming_the_setting(model, api, conversation):
     response = post(api, conversation["id"], "2 + 2?")

@@ -30,7 +30,7 @@ def test_run_continues_a_given_conversation(strict_model, alice):
     first = Assistant.get("helper").run(alice, "1")
     second = Assistant.get("helper").run(alice, "2", first.conversation)
     assert second.conversation.pk == first.conversation.pk
-    assert [m["role"] for m in strict_model.requests[1]["messages"]] == ["system", "user", "assistant", "user"]
+    assert [m["role"] for m in strict_model.messages(1)] == ["system", "user", "assistant", "user"]
 
 
 def test_run_refuses_another_users_conversation(strict_model, alice, bob):
@@ -76,7 +76,7 @@ def test_stepper_lets_code_decide_each_call(strict_model, alice):
         ("whoami", ToolCall.Status.SUCCEEDED, '{"username": "someone"}'),
         ("add", ToolCall.Status.SUCCEEDED, "7"),
     ]
-    tool_results = [m["content"] for m in strict_model.requests[1]["messages"] if m["role"] == "tool"]
+    tool_results = [m["content"] for m in strict_model.messages(1) if m["role"] == "tool"]
     assert tool_results == ["3", "Not run: the call was rejected: too risky.", '{"username": "someone"}']
 
 
@@ -112,7 +112,7 @@ def test_chat_command_reads_lines_from_stdin_in_one_conversation(strict_model, a
     call_command("toolcalling_chat", user="alice", assistant="helper", stdout=out)
     assert out.getvalue().splitlines() == ["Hi alice.", "Still here."]
     assert Conversation.objects.filter(user=alice).count() == 1
-    assert [m["role"] for m in strict_model.requests[1]["messages"]] == ["system", "user", "assistant", "user"]
+    assert [m["role"] for m in strict_model.messages(1)] == ["system", "user", "assistant", "user"]
 
 
 def test_chat_command_reports_errors_clearly(strict_model, alice):

@@ -14,6 +14,7 @@ from .assistants import Verdict
 GOOD = json.dumps({"answer": "yes", "confidence": 0.9})
 
 
+@pytest.mark.chat_completions
 def test_the_schema_is_sent_as_response_format_and_the_answer_parsed(strict_model, alice):
     strict_model.call("add", {"a": 1, "b": 1})
     strict_model.reply(GOOD)
@@ -34,7 +35,7 @@ def test_an_invalid_answer_is_sent_back_with_the_errors_and_kept_out_of_the_stor
     result = Assistant.get("lf_structured").run(alice, "Is it?")
 
     assert result.output.confidence == 0.9
-    second, third = strict_model.requests[1]["messages"], strict_model.requests[2]["messages"]
+    second, third = strict_model.messages(1), strict_model.messages(2)
     assert second[-2] == {"role": "assistant", "content": "Sure, yes!"}
     assert second[-1]["role"] == "user" and "the answer is not valid JSON" in second[-1]["content"]
     assert "confidence: Input should be less than or equal to 1" in third[-1]["content"]
@@ -63,7 +64,7 @@ def test_after_the_last_retry_the_turn_fails_with_a_clear_error(strict_model, al
     # The last answer is kept, so the history stays valid and shows what the model said.
     strict_model.reply(GOOD)
     Assistant.get("lf_structured").run(alice, "Try again", conversation)
-    roles = [m["role"] for m in strict_model.requests[-1]["messages"]]
+    roles = [m["role"] for m in strict_model.messages(-1)]
     assert roles == ["system", "user", "assistant", "user"]
 
 
@@ -72,6 +73,7 @@ class City(BaseModel):
     population: int
 
 
+@pytest.mark.chat_completions
 def test_output_type_per_call_and_json_object_mode(strict_model, alice):
     strict_model.reply('{"name": "Oslo", "population": 700000}')
     result = Assistant.get("lf_json_object").run(alice, "Largest city of Norway?", output_type=City)

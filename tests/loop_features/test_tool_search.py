@@ -10,7 +10,8 @@ from .catalog import CATALOG
 
 
 def offered(request):
-    return [t["function"]["name"] for t in request.get("tools", [])]
+    """The names of the tools a request offered, on any model API."""
+    return [t.get("function", t)["name"] for t in request.get("tools", [])]
 
 
 def test_names_split_on_underscores_and_camel_case():

@@ -18,10 +18,6 @@ from .helpers import ROOT, calc_command
 ALLOWED = ["add", "weather", "whoami", "fail", "nap", "charge"]
 
 
-def offered(request):
-    return {t["function"]["name"]: t["function"] for t in request.get("tools", [])}
-
-
 def tool_results(result):
     return [m.content for m in result.messages if m.role == "tool"]
 
@@ -43,7 +39,7 @@ def test_remote_tools_join_the_assistants_tools(alice, model, calc, make_assista
     model.call("calc_add", {"a": 2, "b": 40})
     model.reply("Done.")
     result = helper.run(alice, "Who am I, and what is 2 + 40?")
-    tools = offered(model.requests[0])
+    tools = model.tool_definitions(0)
     # The local add keeps its name; the remote one is prefixed; secret is not allowed.
     assert set(tools) == {"add", "calc_add", "weather", "whoami", "fail", "nap", "charge"}
     assert tools["weather"]["parameters"]["properties"]["city"]["type"] == "string"  # the server's schema
@@ -80,7 +76,7 @@ def test_a_failing_or_stopped_server_is_the_tools_result_and_the_turn_goes_on(al
     model.call("weather", {"city": "Oslo"})
     model.reply("The weather service is down.")
     second = helper.run(alice, "Weather in Oslo?", first.conversation)
-    assert "weather" in offered(model.requests[-2])
+    assert "weather" in model.tool_definitions(-2)
     (text,) = tool_results(second)
     assert text.startswith("Error: MCPServerError: the MCP server 'calc' failed (calling weather): ConnectError")
     assert second.status == "idle" and second.reply == "The weather service is down."
@@ -105,7 +101,7 @@ def test_a_server_that_is_down_from_the_start_leaves_its_tools_out(alice, model,
     assert time.monotonic() - started < 1  # defining it asks nothing: tools are listed when a turn starts
     model.reply("Only local tools today.")
     result = helper_cls().run(alice, "Hello")
-    assert set(offered(model.requests[0])) == {"add"}
+    assert set(model.tool_definitions(0)) == {"add"}
     assert result.reply == "Only local tools today."
 
 
@@ -115,7 +111,7 @@ def test_stdio_server_with_a_prefix(alice, model, make_assistant):
     model.call("local_weather", {"city": "Bergen"})
     model.reply("Sunny.")
     result = helper.run(alice, "Weather in Bergen?")
-    assert set(offered(model.requests[0])) == {"local_weather"}
+    assert set(model.tool_definitions(0)) == {"local_weather"}
     assert tool_results(result) == ["Sunny in Bergen"]
 
 
@@ -125,9 +121,9 @@ def test_tool_search_finds_remote_tools(alice, model, calc, make_assistant):
     model.call("weather", {"city": "Rome"})
     model.reply("Sunny in Rome.")
     result = helper.run(alice, "Weather in Rome?")
-    assert set(offered(model.requests[0])) == {"search_tools"}
+    assert set(model.tool_definitions(0)) == {"search_tools"}
     assert "weather" in tool_results(result)[0]
-    assert "weather" in offered(model.requests[1])
+    assert "weather" in model.tool_definitions(1)
     assert tool_results(result)[1] == "Sunny in Rome"
 
 
@@ -151,7 +147,7 @@ def test_a_gated_remote_tool_runs_once_when_approved(
     waiting.refresh_from_db()
     assert (waiting.status, waiting.result) == ("succeeded", "charged 5 to acme")
     assert len(calc.charges()) == charged + 1
-    assert model.requests[-1]["messages"][-1]["content"] == "charged 5 to acme"  # the model goes on
+    assert model.messages(-1)[-1]["content"] == "charged 5 to acme"  # the model goes on
 
 
 def test_mistakes_in_a_server_definition_fail_at_once():

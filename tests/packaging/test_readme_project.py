@@ -246,5 +246,5 @@ def test_the_readme_project_chats_approves_on_its_worker_and_streams(site, model
             streamed = read(response)
     assert "".join(e.data["content"] for e in streamed.of("delta")) == "You are Alice Liddell."
     assert streamed.types[-1] == "turn_end"
-    assert '"name":"Alice Liddell"' in scripted.requests[-1]["messages"][-1]["content"]
+    assert '"name":"Alice Liddell"' in scripted.messages(-1)[-1]["content"]
     scripted.assert_done()

@@ -356,9 +356,20 @@ class ScriptedModel:
         return chat_messages(self.requests[index])
 
     def tools(self, index: int = -1) -> list[str]:
-        """The names of the tools request ``index`` offered, on either endpoint."""
-        tools = self.requests[index].get("tools") or []
-        return [t["function"]["name"] if "function" in t else t.get("name") for t in tools]
+        """The names of the tools request ``index`` offered, on any endpoint."""
+        return list(self.tool_definitions(index))
+
+    def tool_definitions(self, index: int = -1) -> dict[str, dict[str, Any]]:
+        """The tools request ``index`` offered, by name, each as ``{"name", "description", "parameters"}``
+        whichever endpoint was asked (Chat Completions nests them under ``function``, Anthropic calls the
+        parameters ``input_schema``)."""
+        definitions = {}
+        for tool in self.requests[index].get("tools") or []:
+            spec = tool.get("function", tool)
+            parameters = spec.get("parameters", spec.get("input_schema"))
+            definitions[spec.get("name")] = {"name": spec.get("name"), "description": spec.get("description"),
+                                             "parameters": parameters}  # fmt: skip
+        return definitions
 
     # --- responder protocol ---------------------------------------------------------------------
 
