@@ -1,8 +1,8 @@
-"""The README's setup, followed literally: a fresh project built from its own code blocks, the built wheel in a
+"""The tutorial's setup, followed literally: a fresh project built from its own code blocks, the built wheel in a
 fresh virtualenv, migrations, a real Redis and Celery worker, then a chat, a staff approval and a stream.
 
-The blocks are read from README.md (marked ``<!-- readme-project: ... -->``), never copied here, so the
-README cannot drift from what works. The only changes made to its commands: the interactive
+The blocks are read from the tutorial page, docs/tutorial.md (marked ``<!-- tutorial: ... -->``), never copied
+here, so the page cannot drift from what works. The only changes made to its commands: the interactive
 ``createsuperuser`` gets ``--noinput`` (its answers come from the environment), ``<username>`` is the
 staff user it made, and the servers get a free port and test-friendly worker options. The model is the strict local
 server with a scripted model, reached through ``OPENAI_BASE_URL`` as the README says.
@@ -29,7 +29,7 @@ from tests.packaging.conftest import ROOT, Dist
 from tests.streaming.helpers import SSE, Stream, parse, read
 from toolcalling.testing import OpenAICompatibleServer, ScriptedModel
 
-MARK = re.compile(r"<!-- readme-project: (\w[\w-]*)(?: (\S+))? -->\s*\n```\w*\n(.*?)\n```", re.DOTALL)
+MARK = re.compile(r"<!-- tutorial: (\w[\w-]*)(?: (\S+))? -->\s*\n```\w*\n(.*?)\n```", re.DOTALL)
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Block:
 
 
 def readme_blocks() -> list[Block]:
-    blocks = [Block(a, p, t) for a, p, t in MARK.findall((ROOT / "README.md").read_text())]
+    blocks = [Block(a, p, t) for a, p, t in MARK.findall((ROOT / "docs/tutorial.md").read_text())]
     assert {b.action for b in blocks} == {"run", "create", "append", "serve"}, blocks
     return blocks
 
