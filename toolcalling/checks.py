@@ -9,6 +9,8 @@ from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext as _
 
+from ._url_checks import check_urls_reachable  # noqa: F401 - registers the URLs check (toolcalling.W008)
+
 if TYPE_CHECKING:
     from celery import Celery
 
