@@ -30,6 +30,7 @@ def test_mkdocs_builds_the_site_strictly(tmp_path):
     assert all(f"<code>{key}</code>" in settings_page for key in DEFAULTS), "the hook's table has every setting"
     api_page = (tmp_path / "site/reference/api/index.html").read_text()
     assert 'id="toolcalling.ToolContext"' in api_page and 'id="toolcalling.Assistant"' in api_page
+    assert all(f'id="toolcalling.testing.{name}"' in api_page for name in ("Responder", "Reply", "ToolCall"))
 
 
 def api_error_codes() -> dict[str, int]:
