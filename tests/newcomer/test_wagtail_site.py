@@ -172,6 +172,16 @@ def test_a_wagtail_site_following_the_page_chats_and_unpublishes_a_page_on_its_w
     # Wagtail's catch-all still serves its pages after the app's URLs were put first, and Django's admin, where
     # the page says the desk is, answers under /django-admin/.
     assert httpx2.get(base + "/", timeout=10).status_code == 200
+    # The mistake the page warns of, on this very site: the app's URLs after Wagtail's catch-all are named by
+    # manage.py check, with Wagtail's pattern and view.
+    appended = project.shell(
+        "from types import ModuleType; from django.core.checks import run_checks; "
+        "from django.test import override_settings; from mysite import urls; "
+        "module = ModuleType('appended'); module.urlpatterns = [*urls.urlpatterns[1:], urls.urlpatterns[0]]; "
+        "override = override_settings(ROOT_URLCONF=module); override.enable(); "
+        "print([str(m.msg) for m in run_checks(tags=['toolcalling']) if m.id == 'toolcalling.W008'])"
+    )
+    assert "wagtail.views.serve" in appended and "/api/toolcalling/assistants/ is answered by" in appended, appended
     desk = httpx2.get(base + "/django-admin/toolcalling/toolcall/", timeout=10)
     assert desk.status_code == 302 and desk.headers["location"].startswith("/django-admin/login/")
 
