@@ -3,13 +3,13 @@
 VENV ?= .venv
 PY = $(VENV)/bin/python
 
-.PHONY: setup system-packages demo eval test lint mutation
+.PHONY: setup system-packages demo eval test lint docs mutation
 
 # Reinstall only when the requirements or the package metadata change.
-$(VENV)/.installed: requirements/dev.txt requirements/base.txt requirements/anthropic.txt pyproject.toml
+$(VENV)/.installed: requirements/dev.txt requirements/base.txt requirements/anthropic.txt requirements/docs.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements/dev.txt -e .
+	$(PY) -m pip install --quiet -r requirements/dev.txt -r requirements/docs.txt -e .
 	touch $@
 
 setup: $(VENV)/.installed
@@ -48,6 +48,10 @@ lint: setup
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 
+# The documentation site, built strictly: a broken link, a missing page or a setting without its sentence fails.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir var/site
+
 # mysqlclient compiles against the C client library that system-packages installs: only the test target needs
 # it, so make setup and make demo work on a machine without those headers.
 $(VENV)/.mysqlclient: requirements/mysql.txt $(VENV)/.installed | system-packages
@@ -60,7 +64,7 @@ $(VENV)/.mysqlclient: requirements/mysql.txt $(VENV)/.installed | system-package
 # that API. It starts and stops the services it needs itself (redis-server, Celery workers, Chromium, and a
 # private PostgreSQL cluster or MariaDB server). One pass after the other: on two cores the PostgreSQL and
 # MariaDB passes run at once took as long (824 s against 828 s).
-test: setup system-packages lint $(VENV)/.mysqlclient
+test: setup system-packages lint docs $(VENV)/.mysqlclient
 	TOOLCALLING_TEST_API=chat_completions $(PY) -m pytest
 	TOOLCALLING_TEST_DATABASE=postgresql TOOLCALLING_TEST_API=responses $(PY) -m pytest
 	TOOLCALLING_TEST_DATABASE=mariadb TOOLCALLING_TEST_API=anthropic $(PY) -m pytest

@@ -9,6 +9,8 @@ from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext as _
 
+from ._url_checks import check_urls_reachable  # noqa: F401 - registers the URLs check (toolcalling.W008)
+
 if TYPE_CHECKING:
     from celery import Celery
 
@@ -263,7 +265,7 @@ def _site_celery_app() -> Celery | None:
     """The Celery app this process sends tasks with from any thread, or None when the site's app is not loaded.
 
     That is Celery's default app: the site's app becomes it when it is created with ``DJANGO_SETTINGS_MODULE`` set,
-    as yoursite/celery.py in the README does (Celery's Django fixup makes it the default for every thread). It is
+    as the tutorial's yoursite/celery.py does (Celery's Django fixup makes it the default for every thread). It is
     read through ``celery.app.default_app``, a proxy of that app or of None, and not ``celery.current_app``: that one
     would create Celery's fallback app (broker ``amqp://localhost``) as the default when there is none, and the
     Django fixup of a site's app created later would then leave the fallback in place.
@@ -313,7 +315,8 @@ def check_celery_wiring(app_configs: Any = None, **kwargs: Any) -> list[checks.C
                 )
                 % {"tools": ", ".join(gated)},
                 hint=_(
-                    "Create yoursite/celery.py (see the README: it sets DJANGO_SETTINGS_MODULE and calls "
+                    "Create yoursite/celery.py (see the tutorial, docs/tutorial.md: it sets DJANGO_SETTINGS_MODULE to "
+                    "the same module as manage.py and calls "
                     "app.config_from_object('django.conf:settings', namespace='CELERY')) and load it in "
                     "yoursite/__init__.py: from .celery import app as celery_app. Without a broker, also set "
                     "CELERY_TASK_ALWAYS_EAGER = True."
@@ -347,7 +350,7 @@ def check_celery_wiring(app_configs: Any = None, **kwargs: Any) -> list[checks.C
                 ),
                 hint=_(
                     "Set CELERY_DB_REUSE_MAX = 1000 and close old connections around the tasks a worker runs, as "
-                    "yoursite/celery.py does in the README (task_prerun and task_postrun receivers that call "
+                    "the tutorial's yoursite/celery.py does (task_prerun and task_postrun receivers that call "
                     "django.db.close_old_connections())."
                 ),
                 id="toolcalling.W005",

@@ -9,7 +9,7 @@ model_call_finished = Signal()
 tool_call_started = Signal()
 tool_call_finished = Signal()
 # Approval. sender: ToolCall. kwargs: tool_call (and user, the approver or the cancelling user, where a
-# person decided). Sent after the decision is stored; the README's "Approval-gated tools" shows a notification receiver.
+# person decided). Sent after the decision is stored; docs/guides/approval.md shows a notification receiver.
 approval_requested = Signal()
 tool_call_approved = Signal()
 tool_call_rejected = Signal()  # also kwargs: reason

@@ -1,8 +1,9 @@
 """``make demo`` as a user runs it: it listens on 127.0.0.1 unless HOST says otherwise, prints API tokens, and
-the README's curl examples (read from README.md, marked ``<!-- demo-curl -->``) work against it as written.
+the curl examples of the REST API and streaming guides (read from docs/guides/, marked ``<!-- demo-curl -->``) work
+against it as written.
 
 It runs in a copy of the checkout, so the demo's database is its own, with this checkout's virtualenv
-(``-o`` keeps make from reinstalling it). Only the port differs from the README: a free one.
+(``-o`` keeps make from reinstalling it). Only the port differs from the guides: a free one.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def make_demo(workdir: Path, **env: str) -> Iterator[tuple[int, Path]]:
             process.wait(timeout=10)
 
 
-def test_make_demo_listens_on_this_machine_only_and_the_readme_curl_examples_work(tmp_path):
+def test_make_demo_listens_on_this_machine_only_and_the_guides_curl_examples_work(tmp_path):
     with make_demo(tmp_path) as (port, log):
         assert listening(port) == {"0100007F"}  # 127.0.0.1, nothing else
         printed = log.read_text()
@@ -83,8 +84,9 @@ def test_make_demo_listens_on_this_machine_only_and_the_readme_curl_examples_wor
         assert set(tokens) == {"TOKEN", "STAFF_TOKEN"}, printed
         assert "Warning" not in printed
 
-        blocks = CURL.findall((ROOT / "README.md").read_text())
-        assert len(blocks) == 3, "the README's curl examples: basics, an approval, a stream"
+        pages = ("docs/guides/rest-api.md", "docs/guides/streaming.md")
+        blocks = [block for page in pages for block in CURL.findall((ROOT / page).read_text())]
+        assert len(blocks) == 3, "the guides' curl examples: basics, an approval, a stream"
         script = "set -euo pipefail\n" + "".join(f"echo '@@@ block'\n{block}\n" for block in blocks)
         script = script.replace("localhost:8000", f"localhost:{port}")
         result = subprocess.run(

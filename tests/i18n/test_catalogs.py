@@ -85,5 +85,5 @@ def test_the_catalogs_hold_every_string_of_the_source(tmp_path: Path):
         committed = entries(catalog(language))
         missing = sorted(map(repr, set(fresh) - set(committed)))
         gone = sorted(map(repr, set(committed) - set(fresh)))
-        hint = "run makemessages and translate (README, Languages)"
+        hint = "run makemessages and translate (docs/guides/languages.md)"
         assert not missing and not gone, f"{language}: {hint}; new: {missing}, no longer used: {gone}"

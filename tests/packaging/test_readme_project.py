@@ -1,11 +1,11 @@
-"""The README's setup, followed literally: a fresh project built from its own code blocks, the built wheel in a
+"""The tutorial's setup, followed literally: a fresh project built from its own code blocks, the built wheel in a
 fresh virtualenv, migrations, a real Redis and Celery worker, then a chat, a staff approval and a stream.
 
-The blocks are read from README.md (marked ``<!-- readme-project: ... -->``), never copied here, so the
-README cannot drift from what works. The only changes made to its commands: the interactive
+The blocks are read from the tutorial page, docs/tutorial.md (marked ``<!-- tutorial: ... -->``), never copied
+here, so the page cannot drift from what works. The only changes made to its commands: the interactive
 ``createsuperuser`` gets ``--noinput`` (its answers come from the environment), ``<username>`` is the
 staff user it made, and the servers get a free port and test-friendly worker options. The model is the strict local
-server with a scripted model, reached through ``OPENAI_BASE_URL`` as the README says.
+server with a scripted model, reached through ``OPENAI_BASE_URL`` as the tutorial says.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from tests.packaging.conftest import ROOT, Dist
 from tests.streaming.helpers import SSE, Stream, parse, read
 from toolcalling.testing import OpenAICompatibleServer, ScriptedModel
 
-MARK = re.compile(r"<!-- readme-project: (\w[\w-]*)(?: (\S+))? -->\s*\n```\w*\n(.*?)\n```", re.DOTALL)
+MARK = re.compile(r"<!-- tutorial: (\w[\w-]*)(?: (\S+))? -->\s*\n```\w*\n(.*?)\n```", re.DOTALL)
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Block:
 
 
 def readme_blocks() -> list[Block]:
-    blocks = [Block(a, p, t) for a, p, t in MARK.findall((ROOT / "README.md").read_text())]
+    blocks = [Block(a, p, t) for a, p, t in MARK.findall((ROOT / "docs/tutorial.md").read_text())]
     assert {b.action for b in blocks} == {"run", "create", "append", "serve"}, blocks
     return blocks
 
@@ -53,7 +53,7 @@ def commands(block: Block) -> list[str]:
 
 @pytest.fixture(scope="module")
 def venv(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtualenv with the wheel, as the README installs it, and the pinned requirements.
+    """A fresh virtualenv with the wheel, as the tutorial installs it, and the pinned requirements.
 
     This process's pip installs into it (``--python``), which spares the virtualenv a pip of its own, and
     skips compiling bytecode up front: the same packages, a third of the time.
@@ -104,7 +104,7 @@ class Project:
         if block.action == "create":
             path.write_text(block.text + "\n")
         else:
-            assert path.exists(), f"{block.path} should exist before the README adds to it"
+            assert path.exists(), f"{block.path} should exist before the tutorial adds to it"
             path.write_text(path.read_text() + "\n\n" + block.text + "\n")
 
     def start(self, line: str, log: Path, port: int) -> subprocess.Popen:
@@ -119,7 +119,7 @@ class Project:
 
 @pytest.fixture(scope="module")
 def site(venv, model, redis_url, tmp_path_factory) -> Iterator[tuple[Project, str]]:
-    """The README's project, migrated, with its worker and web server running."""
+    """The tutorial's project, migrated, with its worker and web server running."""
     _, base_url = model
     root = tmp_path_factory.mktemp("project")
     keep = ("HOME", "LANG", "LC_ALL", "TMPDIR")
@@ -158,7 +158,7 @@ def site(venv, model, redis_url, tmp_path_factory) -> Iterator[tuple[Project, st
 def wait_ready(site: tuple[Project, str]) -> None:
     project, base = site
     worker_log = project.root / "celery.log"
-    services.wait_until(lambda: "ready." in worker_log.read_text(), timeout=60, what="the README's Celery worker")
+    services.wait_until(lambda: "ready." in worker_log.read_text(), timeout=60, what="the tutorial's Celery worker")
 
     def answers() -> bool:
         try:
@@ -166,7 +166,7 @@ def wait_ready(site: tuple[Project, str]) -> None:
         except httpx2.TransportError:
             return False
 
-    services.wait_until(answers, timeout=60, what="the README's runserver")
+    services.wait_until(answers, timeout=60, what="the tutorial's runserver")
 
 
 def token(project: Project, username: str) -> str:
@@ -205,7 +205,7 @@ def test_the_readme_project_chats_approves_on_its_worker_and_streams(site, model
     assert "System check identified 1 issue" in checked and "(toolcalling.W007) The model 'gpt-4o-mini'" in checked
     assert "Generated token" in project.outputs["python manage.py drf_create_token <username>"]
 
-    # The customer who chats (the README made only the staff user).
+    # The customer who chats (the tutorial made only the staff user).
     create = "from django.contrib.auth import get_user_model; get_user_model().objects.create_user('alice')"
     project.run(f"python manage.py shell -c {shlex.quote(create)}")
     alice = {"Authorization": f"Token {token(project, 'alice')}"}

@@ -287,7 +287,7 @@ class MCPViewSchema(ViewSchema):
         return dict(
             post=extend_schema(
                 summary="MCP Streamable HTTP: one JSON-RPC message (or batch) in, one JSON answer out",
-                description="Serves the assistant's tools to the authenticated user; see the README's MCP section.",
+                description="Serves the assistant's tools to the authenticated user; see docs/guides/mcp.md.",
                 request={"application/json": JSON_RPC_MESSAGE},
                 responses={
                     200: OpenApiResponse(JSON_RPC_ANSWER, description="The answer to the requests it held."),

@@ -200,7 +200,7 @@ SERVER_SENT_EVENT = {
         "event": {
             "type": "string",
             "description": "Its type: message, delta, tool_call, tool_call_started, tool_call_finished, "
-            "tool_call_decided, awaiting_approval, error or turn_end (see the README's event table).",
+            "tool_call_decided, awaiting_approval, error or turn_end (the event table of docs/guides/streaming.md).",
         },
         "data": {"type": "string", "description": "JSON: `seq`, `type` and the fields of that type."},
         "retry": {"type": "integer", "description": "How long a reader waits before it reconnects (ms)."},
@@ -211,7 +211,7 @@ SERVER_SENT_EVENT = {
 EVENT_STREAM = OpenApiResponse(
     SERVER_SENT_EVENT,
     description="Server-sent events (`id:` = the event's seq, `event:` = its type, `data:` = JSON); "
-    "see the README's event table.",
+    "see the event table of docs/guides/streaming.md.",
 )
 
 # Errors -------------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from ._redis import RedisBackend
 
 logger = logging.getLogger("toolcalling")
 
-# The types a turn publishes (see README "Streaming"); a call approved, rejected, cancelled or expired
+# The types a turn publishes (see docs/guides/streaming.md); a call approved, rejected, cancelled or expired
 # adds ``tool_call_decided``.
 EVENT_TYPES = (
     "message",
