@@ -6,7 +6,7 @@ PY = $(VENV)/bin/python
 .PHONY: setup system-packages demo eval test lint mutation
 
 # Reinstall only when the requirements or the package metadata change.
-$(VENV)/.installed: requirements/dev.txt requirements/base.txt requirements/anthropic.txt pyproject.toml
+$(VENV)/.installed: requirements/dev.txt requirements/base.txt requirements/anthropic.txt requirements/frontends.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements/dev.txt -e .
