@@ -7,6 +7,7 @@ does. Without node, or without the package installed, the tests fail under ``CI=
 from __future__ import annotations
 
 import json
+import os
 import queue
 import shutil
 import subprocess
@@ -16,12 +17,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
+from django.db import connection
+from django.test import override_settings
 
 from tests import services
+from tests.celery_app import app as celery_app
+from toolcalling import streaming
 from toolcalling.models import Conversation
+from toolcalling.testing import ScriptedModel
 
 JS = Path(__file__).parent / "js"
 TIMEOUT = 60  # seconds one command of the driver may take: a bound, not a measure
+# A redis-server of this directory's own (broker and event stream), so no other directory's tests share it.
+REDIS_PORT = int(os.environ.get("TOOLCALLING_TEST_FRONTENDS_REDIS_PORT") or services.free_port())
+BROKER_URL = f"redis://127.0.0.1:{REDIS_PORT}/0"
+EVENTS_URL = f"redis://127.0.0.1:{REDIS_PORT}/1"
 
 
 class Driver:
@@ -118,3 +129,37 @@ def parts(reply: dict[str, Any], kind: str) -> list[dict[str, Any]]:
 
 def chunk_types(reply: dict[str, Any]) -> list[str]:
     return [c["type"] for c in reply["chunks"]]
+
+
+# A real Celery worker, for staff decisions: its events reach this process's readers through Redis.
+
+
+@pytest.fixture(scope="module")
+def worker_process(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[tuple[services.Switchboard, str]]:
+    """A redis-server, a model server both processes ask, and a worker of the test site on them."""
+    with django_db_blocker.unblock():
+        db_name = str(connection.settings_dict["NAME"])
+    with services.redis_server(tmp_path_factory.mktemp("redis-frontends"), REDIS_PORT):
+        with services.switchboard_server() as (board, base_url):
+            log = tmp_path_factory.mktemp("frontends-worker") / "worker.log"
+            env = {"CELERY_BROKER_URL": BROKER_URL, "CELERY_RESULT_BACKEND": BROKER_URL,
+                   "TOOLCALLING_TEST_EVENTS_REDIS_URL": EVENTS_URL}  # fmt: skip
+            options = ("--pool=threads", "--concurrency=2", "--hostname", "frontends-tests@%h")
+            with services.running_worker(log, *options, db_name=db_name, base_url=base_url, env=env):
+                yield board, base_url
+
+
+@pytest.fixture
+def on_worker(worker_process, transactional_db) -> Iterator[ScriptedModel]:
+    """Tasks go to the worker, events to the shared Redis; this process and the worker ask one scripted model."""
+    board, base_url = worker_process
+    board.current = scripted = ScriptedModel()
+    merged = {**settings.TOOLCALLING, "BASE_URL": base_url, "API_KEY": "test-key", "MAX_RETRIES": 0,
+              "EVENTS_REDIS_URL": EVENTS_URL, "EVENTS_KEEPALIVE": 0.5}  # fmt: skip
+    try:
+        with services.celery_conf(celery_app, task_always_eager=False, broker_url=BROKER_URL):
+            with override_settings(TOOLCALLING=merged):
+                assert isinstance(streaming.get_backend(), streaming.RedisBackend)
+                yield scripted
+    finally:
+        board.current = ScriptedModel()

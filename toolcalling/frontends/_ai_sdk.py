@@ -137,8 +137,12 @@ class UIMessageStream:
         return out
 
     def on_tool_call(self, data: dict[str, Any]) -> str:
+        # Validated and gated now: its part gets the arguments it will run with and who decides it.
         call = self.call(data)
-        return self.announce(call) + self.approval_request(call) if call is not None else ""
+        if call is None:
+            return ""
+        again = self.input_available(call) if call.call_id in self.known else ""
+        return self.announce(call) + again + self.approval_request(call)
 
     def on_tool_call_finished(self, data: dict[str, Any]) -> str:
         call = self.call(data)
@@ -170,11 +174,14 @@ class UIMessageStream:
         if call.call_id in self.known:
             return ""
         self.known.add(call.call_id)
-        part = {"toolCallId": call.call_id, "toolName": call.name, "title": str(tool_label(call.name))}
+        start = chunk("tool-input-start", toolCallId=call.call_id, toolName=call.name, title=str(tool_label(call.name)))
+        return start + self.input_available(call)
+
+    def input_available(self, call: ToolCall) -> str:
+        # The app's own id of the call, and who decides it once it is gated, beside the SDK's fields.
         meta = {"toolcalling": {"id": call.pk, "approver": call.approver if call.requires_approval else None}}
-        return chunk("tool-input-start", **part) + chunk(
-            "tool-input-available", **part, input=call_input(call), providerMetadata=meta
-        )
+        return chunk("tool-input-available", toolCallId=call.call_id, toolName=call.name,
+                     title=str(tool_label(call.name)), input=call_input(call), providerMetadata=meta)  # fmt: skip
 
     def approval_request(self, call: ToolCall) -> str:
         # approvalId is the call's id in the REST API (tool-calls/{id}/), so a client may decide it there too.
