@@ -23,6 +23,7 @@ from django.test import override_settings
 
 from tests import services
 from tests.celery_app import app as celery_app
+from tests.streaming.test_asgi_stream import asgi_url  # noqa: F401  (the test site under uvicorn)
 from toolcalling import streaming
 from toolcalling.models import Conversation
 from toolcalling.testing import ScriptedModel
@@ -92,17 +93,18 @@ def node() -> str:
 
 @pytest.fixture
 def chat(node, live_server, alice) -> Iterator[Any]:
-    """``chat(conversation)``: an SDK chat whose id is that conversation's, signed in as alice."""
+    """``chat(conversation)``: an SDK chat whose id is that conversation's, signed in as alice, on the live server
+    (or on ``base=``, another server of the test site)."""
     drivers: list[Driver] = []
 
-    def open_chat(conversation: Conversation, *, user: str = "alice", auto: bool = False) -> Driver:
+    def open_chat(conversation: Conversation, *, user: str = "alice", auto: bool = False, base: str = "") -> Driver:
         process = subprocess.Popen(
             [node, str(JS / "driver.mjs")], cwd=JS, text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         driver = Driver(process)
         drivers.append(driver)
-        api = f"{live_server.url}/api/toolcalling/ai-sdk/chat"
+        api = f"{base or live_server.url}/api/toolcalling/ai-sdk/chat"
         driver("open", api=api, id=str(conversation.pk), user=user, password="pw", auto=auto)
         return driver
 

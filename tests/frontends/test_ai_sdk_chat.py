@@ -110,3 +110,18 @@ def test_the_stream_says_its_protocol_and_resuming_an_idle_chat_is_a_204(live_se
         resumed = client.get(f"{url}/{conv.pk}/stream")
         assert resumed.status_code == 204
     model.assert_done()
+
+
+def test_under_asgi_the_chat_gets_the_same_parts(chat, asgi_url, model, conv):
+    # Under ASGI the chunks' database reads run off the event loop, as Django runs the ORM from async code.
+    model.call("add", {"a": 20, "b": 22})
+    model.reply("Forty-two.")
+    reply = chat(conv, base=asgi_url)("send", text="20 + 22?")
+
+    assert reply["status"] == "ready", reply
+    (tool,) = parts(reply, "tool-add")
+    assert (tool["input"], tool["output"]) == ({"a": 20, "b": 22}, 42)
+    assert parts(reply, "text")[-1]["text"] == "Forty-two."
+    with httpx2.Client(auth=("alice", "pw"), timeout=10) as client:
+        assert client.get(f"{asgi_url}/api/toolcalling/ai-sdk/chat/{conv.pk}/stream").status_code == 204
+    model.assert_done()
