@@ -54,11 +54,16 @@ $(VENV)/.mysqlclient: requirements/mysql.txt $(VENV)/.installed | system-package
 	$(PY) -m pip install --quiet -r requirements/mysql.txt
 	touch $@
 
+# The AI SDK package the frontend tests run in node, exactly as package-lock.json pins it.
+FRONTEND_JS = tests/frontends/js
+$(FRONTEND_JS)/node_modules/.package-lock.json: $(FRONTEND_JS)/package-lock.json | system-packages
+	npm ci --prefix $(FRONTEND_JS) --no-audit --no-fund
+
 # The whole suite three times: on SQLite, on PostgreSQL, then on MariaDB. It starts and stops the services it
 # needs itself (redis-server, Celery workers, Chromium, and a private PostgreSQL cluster or MariaDB server).
 # One pass after the other: on two cores the PostgreSQL and MariaDB passes run at once took as long (824 s
 # against 828 s).
-test: setup system-packages lint $(VENV)/.mysqlclient
+test: setup system-packages lint $(VENV)/.mysqlclient $(FRONTEND_JS)/node_modules/.package-lock.json
 	$(PY) -m pytest
 	TOOLCALLING_TEST_DATABASE=postgresql $(PY) -m pytest
 	TOOLCALLING_TEST_DATABASE=mariadb $(PY) -m pytest
