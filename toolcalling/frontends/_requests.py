@@ -26,10 +26,17 @@ class ChatRequestSerializer(serializers.Serializer):
     app's ``background`` (a site adds it with the transport's ``body`` option)."""
 
     id = serializers.CharField()
-    messages = serializers.ListField(child=serializers.DictField(), allow_empty=True)
+    # Read leniently (only the last message matters, and only some of its keys): any list, whatever its items.
+    messages = serializers.JSONField()
     trigger = serializers.ChoiceField(choices=[SUBMIT, REGENERATE], default=SUBMIT)
     messageId = serializers.CharField(required=False, allow_null=True, allow_blank=True)  # noqa: N815 (the SDK's)
     background = serializers.BooleanField(default=False)
+
+    def validate_messages(self, value: Any) -> list[Any]:
+        if not isinstance(value, list):
+            text = serializers.ListField.default_error_messages["not_a_list"]
+            raise serializers.ValidationError(str(text).format(input_type=type(value).__name__))
+        return value
 
 
 @dataclass(kw_only=True)
@@ -70,7 +77,7 @@ def read_request(data: dict[str, Any], conversation: Conversation) -> ChatReques
     if data["trigger"] == REGENERATE:
         last = conversation.messages.filter(role=Message.Role.USER).order_by("-id").first()
         return ChatRequest(content=last.content if last is not None else "", background=background)
-    last_message = data["messages"][-1] if data["messages"] else {}
+    last_message = data["messages"][-1] if data["messages"] and isinstance(data["messages"][-1], dict) else {}
     parts = [p for p in last_message.get("parts") or [] if isinstance(p, dict)]
     if last_message.get("role") != "assistant":
         text = "\n\n".join(str(p.get("text") or "") for p in parts if p.get("type") == "text")
