@@ -24,7 +24,9 @@ def run_input(thread_id, text, **extra):
 def run(base, body, *, user=("alice", "pw")):
     """The run's events, each parsed by ag-ui-protocol's discriminated ``Event`` type."""
     with httpx2.Client(auth=user, timeout=30) as client:
-        with client.stream("POST", f"{base}/api/toolcalling/ag-ui/", json=body) as response:
+        # As AG-UI's HttpAgent asks for it.
+        headers = {"Accept": "text/event-stream"}
+        with client.stream("POST", f"{base}/api/toolcalling/ag-ui/", json=body, headers=headers) as response:
             assert response.status_code == 200, response.read()
             assert response.headers["content-type"].startswith("text/event-stream")
             lines = [line for line in response.iter_lines() if line.startswith("data: ")]
@@ -86,7 +88,8 @@ def test_another_users_thread_bad_input_and_anonymous_are_refused(live_server, m
     theirs = Conversation.objects.create(user=bob, assistant_id="helper")
     url = f"{live_server.url}/api/toolcalling/ag-ui/"
     with httpx2.Client(auth=("alice", "pw"), timeout=10) as client:
-        assert client.post(url, json=run_input(theirs.pk, "hi")).status_code == 404
+        other = client.post(url, json=run_input(theirs.pk, "hi"), headers={"Accept": "text/event-stream"})
+        assert other.status_code == 404 and other.json()["code"] == "not_found"
         bad = client.post(url, json={"threadId": str(conv.pk)})
         assert bad.status_code == 400 and any("runId" in text for text in bad.json()["input"])
         no_text = client.post(url, json=run_input(conv.pk, "   "))

@@ -3,6 +3,7 @@ and ``ag-ui/`` (AG-UI's ``RunAgentInput``).
 
 They post messages through the same turn, throttle, claim, usage limits and event stream as
 ``POST conversations/{id}/messages/``; only the wire format of the answer differs (a ``streaming.Renderer``).
+Clients that ask for ``Accept: text/event-stream`` (AG-UI's do) get their errors as JSON all the same.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from rest_framework.views import APIView
 from .. import streaming
 from ..api.errors import ErrorResponses
 from ..api.serializers import MessageInputSerializer
-from ..api.streams import is_asgi, queue_turn, stream_turn
+from ..api.streams import EventStreamMixin, is_asgi, queue_turn, stream_turn
 from ..api.throttling import TurnRateThrottle
 from ..api.views import turn_for
 from . import _ag_ui as ag_ui
@@ -48,7 +49,7 @@ class TurnThrottled:
         return throttles
 
 
-class AISDKChatView(ErrorResponses, TurnThrottled, APIView):
+class AISDKChatView(ErrorResponses, EventStreamMixin, TurnThrottled, APIView):
     """``POST ai-sdk/chat/``: what ``DefaultChatTransport({api: ".../ai-sdk/chat"})`` sends. The chat ``id`` is a
     conversation of this user (else 404); the last user message's text is posted, ``regenerate-message`` posts
     the last user message again, and approval answers (``addToolApprovalResponse``) decide the user's own calls.
@@ -77,7 +78,7 @@ class AISDKChatView(ErrorResponses, TurnThrottled, APIView):
         return _ai_sdk(stream_turn(request, turn, content, UIMessageStream(conversation.pk)))
 
 
-class AISDKStreamView(ErrorResponses, APIView):
+class AISDKStreamView(ErrorResponses, EventStreamMixin, APIView):
     """``GET ai-sdk/chat/{id}/stream``: the SDK's ``resumeStream``. A 204 when nothing of the conversation runs;
     otherwise the running turn's events from its start (a replay, as the SDK expects) to its end. This is how
     a staff decision's continuation reaches the chat."""
@@ -91,7 +92,7 @@ class AISDKStreamView(ErrorResponses, APIView):
         return _follow(conversation.pk, turn_start(conversation.pk), UIMessageStream(conversation.pk), request)
 
 
-class AGUIView(ErrorResponses, TurnThrottled, APIView):
+class AGUIView(ErrorResponses, EventStreamMixin, TurnThrottled, APIView):
     """``POST ag-ui/``: an AG-UI ``RunAgentInput`` whose ``threadId`` is a conversation of this user. The last
     user message is posted; the answer is the run as AG-UI events. The client's own ``tools`` are ignored: the
     assistant offers its server-side tools only, so approval and ownership stay the server's."""
