@@ -7,6 +7,7 @@ import pytest
 from ag_ui.core import Event, EventType, RunAgentInput
 from pydantic import TypeAdapter
 
+from tests.approvalapp.models import Counter
 from toolcalling.models import Conversation, Message, ToolCall
 
 EVENTS = TypeAdapter(Event)
@@ -98,3 +99,27 @@ def test_another_users_thread_bad_input_and_anonymous_are_refused(live_server, m
         assert anonymous.post(url, json=run_input(conv.pk, "hi")).status_code in (401, 403)
     assert not Message.objects.exists()
     assert model.requests == []
+
+
+@pytest.mark.parametrize("approved", [True, False], ids=["confirmed", "declined"])
+def test_a_run_resumed_with_the_users_answer_decides_their_call(live_server, model, alice, approved):
+    ops = Conversation.objects.create(user=alice, assistant_id="ops")
+    model.call("move_points", {"name": "alice", "points": 5})
+    waiting = run(live_server.url, run_input(ops.pk, "Give me five points"))
+    (interrupt,) = waiting[-1].outcome.interrupts
+    assert interrupt.metadata == {"approver": "user"}
+
+    model.reply("Done." if approved else "Understood, nothing moved.")
+    payload = {"approved": True} if approved else {"approved": False, "reason": "not now"}
+    resume = [{"interruptId": interrupt.id, "status": "resolved", "payload": payload}]
+    events = run(live_server.url, run_input(ops.pk, "", runId="run-2", resume=resume))
+
+    call = ToolCall.objects.get(conversation=ops)
+    assert call.status == ("succeeded" if approved else "rejected") and call.decided_by == alice
+    assert Counter.objects.filter(name="alice", value=5).exists() == approved
+    (result,) = [e for e in events if e.type == EventType.TOOL_CALL_RESULT]
+    expected = "alice got 5 points for alice" if approved else "Not run: the user declined this call. Reason: not now"
+    assert (result.tool_call_id, result.content) == (call.call_id, expected)
+    assert types(events)[0] == EventType.RUN_STARTED and events[-1].type == EventType.RUN_FINISHED
+    assert events[-1].run_id == "run-2" and events[-1].outcome.type == "success"
+    model.assert_done()

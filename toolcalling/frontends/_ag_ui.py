@@ -2,7 +2,8 @@
 each built with the ``ag-ui-protocol`` package's own types, and its ``RunAgentInput`` read with them too.
 
 A run that ends with calls waiting for a decision finishes with an ``interrupt`` outcome: one interrupt per call
-(its ``id`` is the call's id in the REST API, where it is decided: ``tool-calls/{id}/approve/``).
+(its ``id`` is the call's id in the REST API, where it is decided: ``tool-calls/{id}/approve/``). A run sent with
+``resume`` answers the user's own calls among them, as ``addToolApprovalResponse`` does for the AI SDK.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from typing import Any
 from rest_framework.exceptions import ValidationError
 
 from ..exceptions import AGUINotInstalled
-from ..models import Message, ToolCall
+from ..models import Conversation, Message, ToolCall
 from ..streaming import Event
 from ..toolkit import tool_label
+from ._requests import Answer
 
 MEDIA_TYPE = "text/event-stream"
 INTERRUPT_REASON = "tool_call_approval"
@@ -38,6 +40,19 @@ def read_input(data: Any) -> Any:
         return core().RunAgentInput.model_validate(data)
     except Invalid as exc:
         raise ValidationError({"input": [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]})
+
+
+def answers(run: Any) -> list[Answer]:
+    """The run's ``resume`` entries as approval answers: an interrupt's id is the call's; ``resolved`` with a
+    payload ``{"approved": true}`` (or ``true``) confirms, anything else declines (``payload.reason`` is told)."""
+    found = []
+    for entry in run.resume or ():
+        payload = entry.payload
+        approved = payload is True or (isinstance(payload, dict) and payload.get("approved") is True)
+        reason = payload.get("reason") if isinstance(payload, dict) else None
+        found.append(Answer(approval_id=entry.interrupt_id, approved=entry.status == "resolved" and approved,
+                            reason=reason if isinstance(reason, str) else ""))  # fmt: skip
+    return found
 
 
 def last_user_text(run: Any) -> str:
@@ -81,12 +96,15 @@ class AGUIStream:
     def closing(self) -> str:
         if self.ended:
             return ""
-        # The turn lost its claim (deleted, taken over) and published no end of its own.
-        from ..exceptions import TurnInterrupted
+        status = Conversation.objects.filter(pk=self.conversation_id).values_list("status", flat=True).first()
+        if status is None:  # deleted while the run went on: the turn lost its claim and published no end
+            from ..exceptions import TurnInterrupted
 
-        return self.end_text() + self.emit(
-            "RunErrorEvent", message=str(TurnInterrupted.default_detail), code=TurnInterrupted.default_code
-        )
+            return self.end_text() + self.emit(
+                "RunErrorEvent", message=str(TurnInterrupted.default_detail), code=TurnInterrupted.default_code
+            )
+        # Nothing moves any more without a decision (a resumed run whose other calls still wait): the run is over.
+        return self.on_turn_end({"status": status})
 
     # Events ------------------------------------------------------------------------------------------
 
@@ -131,6 +149,10 @@ class AGUIStream:
         return self.emit(
             "ToolCallResultEvent", message_id=message_id, tool_call_id=call.call_id, content=call.result, role="tool"
         )
+
+    def on_tool_call_decided(self, data: dict[str, Any]) -> str:
+        # Declined, cancelled or expired: answered at once (an approved call's result comes once it has run).
+        return "" if data.get("status") == ToolCall.Status.APPROVED else self.on_tool_call_finished(data)
 
     def on_error(self, data: dict[str, Any]) -> str:
         self.ended = True

@@ -31,12 +31,16 @@ def _ai_sdk(response: HttpResponseBase) -> HttpResponseBase:
     return response
 
 
-def _follow(conversation_id: Any, after: int, renderer: UIMessageStream, request: Request) -> HttpResponseBase:
-    """The conversation's events after ``after`` until a turn ends, or until nothing of it moves any more."""
+def _follow(
+    conversation_id: Any, after: int, renderer: streaming.Renderer, request: Request, *, protocol: bool = True
+) -> HttpResponseBase:
+    """The conversation's events after ``after`` until a turn ends, or until nothing of it moves any more
+    (``protocol``: with the AI SDK's header)."""
     follower = streaming.Follower(
         after, until=lambda e: e.type == "turn_end", finished=lambda: not moving(conversation_id), renderer=renderer
     )
-    return _ai_sdk(streaming.sse_response(conversation_id, follower, asgi=is_asgi(request)))
+    response = streaming.sse_response(conversation_id, follower, asgi=is_asgi(request))
+    return _ai_sdk(response) if protocol else response
 
 
 class TurnThrottled:
@@ -94,7 +98,8 @@ class AISDKStreamView(ErrorResponses, EventStreamMixin, APIView):
 
 class AGUIView(ErrorResponses, EventStreamMixin, TurnThrottled, APIView):
     """``POST ag-ui/``: an AG-UI ``RunAgentInput`` whose ``threadId`` is a conversation of this user. The last
-    user message is posted; the answer is the run as AG-UI events. The client's own ``tools`` are ignored: the
+    user message is posted (or, with ``resume``, the user's answers to the last run's interrupts are applied);
+    the answer is the run as AG-UI events. The client's own ``tools`` are ignored: the
     assistant offers its server-side tools only, so approval and ownership stay the server's."""
 
     permission_classes = [IsAuthenticated]
@@ -102,8 +107,13 @@ class AGUIView(ErrorResponses, EventStreamMixin, TurnThrottled, APIView):
     def post(self, request: Request) -> HttpResponseBase:
         run = ag_ui.read_input(request.data)
         conversation = conversation_of(request.user, run.thread_id)
+        renderer = ag_ui.AGUIStream(conversation.pk, thread_id=run.thread_id, run_id=run.run_id)
+        if run.resume:
+            # Answers to the interrupts of the run before: decided first, then the run follows what they started.
+            after = streaming.last_seq(conversation.pk)
+            apply_answers(conversation, request.user, ag_ui.answers(run))
+            return _follow(conversation.pk, after, renderer, request, protocol=False)
         message = MessageInputSerializer(data={"content": ag_ui.last_user_text(run)})
         message.is_valid(raise_exception=True)
         turn = turn_for(request, conversation, stream=True)
-        renderer = ag_ui.AGUIStream(conversation.pk, thread_id=run.thread_id, run_id=run.run_id)
         return stream_turn(request, turn, message.validated_data["content"], renderer)
