@@ -4,7 +4,7 @@ tool parts, errors, regeneration and another user's conversation. Every chunk pa
 import httpx2
 import pytest
 
-from toolcalling.models import Conversation, Message
+from toolcalling.models import Conversation, Message, ToolCall
 
 from .conftest import chunk_types, parts
 
@@ -124,4 +124,20 @@ def test_under_asgi_the_chat_gets_the_same_parts(chat, asgi_url, model, conv):
     assert parts(reply, "text")[-1]["text"] == "Forty-two."
     with httpx2.Client(auth=("alice", "pw"), timeout=10) as client:
         assert client.get(f"{asgi_url}/api/toolcalling/ai-sdk/chat/{conv.pk}/stream").status_code == 204
+    model.assert_done()
+
+
+def test_a_failing_tool_is_an_output_error_and_a_direct_result_is_text(chat, model, conv):
+    model.call("explode", {})
+    model.reply("The tool failed, sorry.")
+    model.call("direct_answer", {"text": "Straight from the tool."})
+    driver = chat(conv)
+    failed = driver("send", text="Try the tool")
+    direct = driver("send", text="Answer directly")
+
+    (part,) = parts(failed, "tool-explode")
+    assert part["state"] == "output-error" and part["errorText"] == ToolCall.objects.get(name="explode").error
+    # A return_direct result is the reply without a second model call: its text comes whole, not as deltas.
+    assert parts(direct, "text")[-1]["text"] == "DIRECT: Straight from the tool."
+    assert Message.objects.filter(conversation=conv).order_by("id").last().content == "DIRECT: Straight from the tool."
     model.assert_done()
