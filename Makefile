@@ -6,7 +6,7 @@ PY = $(VENV)/bin/python
 .PHONY: setup system-packages demo eval test lint docs mutation
 
 # Reinstall only when the requirements or the package metadata change.
-$(VENV)/.installed: requirements/dev.txt requirements/base.txt requirements/anthropic.txt requirements/docs.txt pyproject.toml
+$(VENV)/.installed: requirements/dev.txt requirements/base.txt requirements/anthropic.txt requirements/docs.txt requirements/frontends.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements/dev.txt -r requirements/docs.txt -e .
@@ -58,13 +58,18 @@ $(VENV)/.mysqlclient: requirements/mysql.txt $(VENV)/.installed | system-package
 	$(PY) -m pip install --quiet -r requirements/mysql.txt
 	touch $@
 
+# The AI SDK package the frontend tests run in node, exactly as package-lock.json pins it.
+FRONTEND_JS = tests/frontends/js
+$(FRONTEND_JS)/node_modules/.package-lock.json: $(FRONTEND_JS)/package-lock.json | system-packages
+	npm ci --prefix $(FRONTEND_JS) --no-audit --no-fund
+
 # The whole suite three times: on SQLite, on PostgreSQL, then on MariaDB, each pass on another model API (Chat
 # Completions, Responses, Anthropic's Messages): the suite runs once on each database and once on each API; tests
 # marked each_api run on all three APIs in every pass, tests marked chat_completions (written for its bodies) on
 # that API. It starts and stops the services it needs itself (redis-server, Celery workers, Chromium, and a
 # private PostgreSQL cluster or MariaDB server). One pass after the other: on two cores the PostgreSQL and
 # MariaDB passes run at once took as long (824 s against 828 s).
-test: setup system-packages lint docs $(VENV)/.mysqlclient
+test: setup system-packages lint docs $(VENV)/.mysqlclient $(FRONTEND_JS)/node_modules/.package-lock.json
 	TOOLCALLING_TEST_API=chat_completions $(PY) -m pytest
 	TOOLCALLING_TEST_DATABASE=postgresql TOOLCALLING_TEST_API=responses $(PY) -m pytest
 	TOOLCALLING_TEST_DATABASE=mariadb TOOLCALLING_TEST_API=anthropic $(PY) -m pytest

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the test suite drives for real (Redis, Chromium, PostgreSQL, MariaDB, gettext) and what
-# building mysqlclient needs, when they are missing.
+# Installs the Debian packages the test suite drives for real (Redis, Chromium, PostgreSQL, MariaDB, gettext, node) and
+# what building mysqlclient needs, when they are missing.
 set -euo pipefail
 missing=()
 [ -x /usr/bin/redis-server ] || missing+=(redis-server)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 # The translation tests run makemessages over the app to find strings the catalogs lack (xgettext, msgmerge).
 [ -x /usr/bin/xgettext ] || missing+=(gettext)
+# The frontend tests run the Vercel AI SDK's own chat client (tests/frontends/js, installed with npm ci) in node.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 # The suite runs its own throwaway cluster with Debian's initdb and postgres (not on PATH); no service is used.
 compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || missing+=(postgresql)
 # The same for MariaDB: a server of its own made with mariadb-install-db and mariadbd; Debian's service is not used.

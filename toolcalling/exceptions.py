@@ -236,6 +236,18 @@ class OutputValidationError(TurnError):
     default_code = "output_validation_failed"
 
 
+# Frontends --------------------------------------------------------------------------------------------
+
+
+class AGUINotInstalled(APIError):
+    """``POST ag-ui/`` was used without the ``ag-ui-protocol`` package; it comes with
+    ``pip install 'django-toolcalling[ag-ui]'``."""
+
+    status_code = http.HTTP_501_NOT_IMPLEMENTED
+    default_code = "ag_ui_not_installed"
+    default_detail = _("AG-UI needs the ag-ui-protocol package: pip install 'django-toolcalling[ag-ui]'.")
+
+
 # MCP --------------------------------------------------------------------------------------------------
 
 

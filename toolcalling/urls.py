@@ -1,4 +1,4 @@
-"""URLs of the REST API and the MCP endpoint.
+"""URLs of the REST API, the frontends' endpoints (AI SDK, AG-UI) and the MCP endpoint.
 
 Include them with ``path("api/toolcalling/", include("toolcalling.urls"))``."""
 
@@ -6,6 +6,7 @@ from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
 from .api import streams, usage, views
+from .frontends import AGUIView, AISDKChatView, AISDKStreamView
 from .mcp import MCPView
 
 app_name = "toolcalling"
@@ -20,6 +21,10 @@ urlpatterns = [
     path("conversations/<uuid:pk>/events/", streams.ConversationEventsView.as_view(), name="conversation-events"),
     path("usage/", usage.UsageView.as_view(), name="usage"),
     path("mcp/<str:assistant_id>/", MCPView.as_view(), name="mcp"),
+    # The AI SDK's transport posts to its ``api`` URL as given and appends ``/{id}/stream``: no slash is needed.
+    re_path(r"^ai-sdk/chat/?$", AISDKChatView.as_view(), name="ai-sdk-chat"),
+    re_path(r"^ai-sdk/chat/(?P<chat_id>[^/]+)/stream/?$", AISDKStreamView.as_view(), name="ai-sdk-stream"),
+    re_path(r"^ag-ui/?$", AGUIView.as_view(), name="ag-ui"),
     path("", include(router.urls)),
     # Last: what is left under the resources (ending in "/", so APPEND_SLASH still redirects) is a JSON 404.
     re_path(r"^(?P<path>(?:assistants|conversations|tool-calls)/.*/)$", views.unknown_path, name="unknown-path"),

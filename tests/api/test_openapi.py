@@ -42,6 +42,9 @@ def test_the_schema_validates_without_a_warning_and_covers_every_endpoint(docume
         ("tool-calls/{id}/reject/", "post"),
         ("usage/", "get"),
         ("mcp/{assistant_id}/", "post"),
+        ("ai-sdk/chat/", "post"),
+        ("ai-sdk/chat/{chat_id}/stream/", "get"),
+        ("ag-ui/", "post"),
     }
     for path, ops in paths.items():
         for method, operation in ops.items():

@@ -91,6 +91,7 @@ def test_a_failing_model_ends_the_stream_with_an_error(live_server, model, conv)
     assert_well_formed(stream)
     assert stream.types[-2:] == ["error", "turn_end"]
     assert "engine is on fire" in stream.events[-2].data["detail"]
+    assert stream.events[-2].data["code"] == "model_error"  # the error body's code, for clients that branch on it
     assert stream.events[-1].data["status"] == "failed"
     conv.refresh_from_db()
     assert conv.status == "failed"

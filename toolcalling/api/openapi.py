@@ -297,3 +297,77 @@ class MCPViewSchema(ViewSchema):
                 },
             )
         )
+
+
+# The frontends' endpoints (toolcalling.frontends): their bodies are the AI SDK's and AG-UI's, described by those
+# projects; here they are named, with the app's errors.
+
+UI_MESSAGE_STREAM = OpenApiResponse(
+    {"type": "string", "description": "`data:` lines, each a UI message chunk (JSON), then `data: [DONE]`."},
+    description="The Vercel AI SDK's UI message stream, v1 (header `x-vercel-ai-ui-message-stream: v1`).",
+)
+CHAT_REQUEST = {
+    "type": "object",
+    "description": "What the AI SDK's DefaultChatTransport posts; only the last message is read.",
+    "properties": {
+        "id": {"type": "string", "description": "The chat id: a conversation of this user."},
+        "messages": {"type": "array", "items": {"type": "object"}},
+        "trigger": {"type": "string", "enum": ["submit-message", "regenerate-message"]},
+        "messageId": {"type": "string", "nullable": True},
+        "background": {"type": "boolean", "description": "Run the turn on a Celery worker; the stream follows it."},
+    },
+    "required": ["id", "messages"],
+}
+AG_UI_EVENTS = OpenApiResponse(
+    {"type": "string", "description": "`data:` lines, each an AG-UI event (JSON)."},
+    description="AG-UI events: RUN_STARTED, TEXT_MESSAGE_*, TOOL_CALL_*, then RUN_FINISHED or RUN_ERROR.",
+)
+
+
+class AISDKChatViewSchema(ViewSchema):
+    target_class = "toolcalling.frontends.views.AISDKChatView"
+
+    def described(self) -> dict[str, Any]:
+        busy = "conversation_busy: a turn runs, or calls await a decision."
+        return dict(
+            post=extend_schema(
+                summary="The Vercel AI SDK's chat transport: post a message, regenerate, or answer approvals",
+                request={"application/json": CHAT_REQUEST},
+                responses={
+                    (200, "text/event-stream"): UI_MESSAGE_STREAM,
+                    **as_json(errors(400, 404, 409, 429, 503, e409=busy)),
+                },  # fmt: skip
+            )
+        )
+
+
+class AISDKStreamViewSchema(ViewSchema):
+    target_class = "toolcalling.frontends.views.AISDKStreamView"
+
+    def described(self) -> dict[str, Any]:
+        return dict(
+            get=extend_schema(
+                summary="The AI SDK's resumeStream: the running turn's chunks from its start",
+                responses={
+                    (200, "text/event-stream"): UI_MESSAGE_STREAM,
+                    204: OpenApiResponse(None, description="Nothing of the conversation runs."),
+                    **as_json(errors(404)),
+                },
+            )
+        )
+
+
+class AGUIViewSchema(ViewSchema):
+    target_class = "toolcalling.frontends.views.AGUIView"
+
+    def described(self) -> dict[str, Any]:
+        return dict(
+            post=extend_schema(
+                summary="An AG-UI run: a RunAgentInput in, AG-UI events out",
+                request={"application/json": {"type": "object", "description": "AG-UI's RunAgentInput."}},
+                responses={
+                    (200, "text/event-stream"): AG_UI_EVENTS,
+                    **as_json(errors(400, 404, 409, 429, 501, 503, e501="ag_ui_not_installed.")),
+                },  # fmt: skip
+            )
+        )

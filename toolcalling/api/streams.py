@@ -54,9 +54,12 @@ class EventStreamMixin:
         return super().perform_content_negotiation(request, force)  # type: ignore[misc]
 
 
-def stream_turn(request: Request, turn: Turn, content: str) -> HttpResponseBase:
+def stream_turn(
+    request: Request, turn: Turn, content: str, renderer: streaming.Renderer | None = None
+) -> HttpResponseBase:
     """Claim the conversation (``ConversationBusy`` propagates: the caller answers 409), run the turn
-    in a thread, and stream its events until ``turn_end``."""
+    in a thread, and stream its events until ``turn_end`` (written by ``renderer``: the app's own SSE unless
+    a frontend protocol's is given)."""
     conversation_id = turn.conversation.pk
     store = streaming.get_store()
     turn.claim()
@@ -80,13 +83,27 @@ def stream_turn(request: Request, turn: Turn, content: str) -> HttpResponseBase:
     # Not a daemon: a turn whose reader hung up still finishes and is stored.
     threading.Thread(target=work, name=f"toolcalling-turn-{conversation_id}").start()
     follower = streaming.Follower(
-        after, until=lambda e: e.type == "turn_end", idle_timeout=math.inf, finished=done.is_set
+        after, until=lambda e: e.type == "turn_end", idle_timeout=math.inf, finished=done.is_set, renderer=renderer
     )
     return streaming.sse_response(conversation_id, follower, asgi=is_asgi(request), backend=backend)
 
 
 def start_background_turn(request: Request, turn: Turn, content: str) -> Response:
     """Claim the conversation and hand the turn to a Celery worker; answer 202 with where to follow it."""
+    conversation = turn.conversation
+    after = queue_turn(turn, content)
+    # With eager Celery the turn has run by now (and may even have seen its conversation deleted).
+    now = Conversation.objects.filter(pk=conversation.pk).values_list("status", flat=True).first()
+    url = reverse("toolcalling:conversation-events", kwargs={"pk": conversation.pk})
+    return Response(
+        {"status": now, "events": f"{request.build_absolute_uri(url)}?after={after}", "after": after},
+        status=status.HTTP_202_ACCEPTED,
+    )
+
+
+def queue_turn(turn: Turn, content: str) -> int:
+    """Claim the conversation and queue the turn for a Celery worker; the number of the stream's last event
+    before it, to follow the turn from (``TaskQueueUnavailable`` when the broker cannot be reached)."""
     conversation = turn.conversation
     try:
         after = streaming.last_seq(conversation.pk)
@@ -99,13 +116,7 @@ def start_background_turn(request: Request, turn: Turn, content: str) -> Respons
         turn.release()  # never started: the conversation is idle again, and the turn its claim counted undone
         conversation.refresh_from_db(fields=["status", "error"])
         raise TaskQueueUnavailable(_("The turn could not be queued; try again."), status=conversation.status)
-    # With eager Celery the turn has run by now (and may even have seen its conversation deleted).
-    now = Conversation.objects.filter(pk=conversation.pk).values_list("status", flat=True).first()
-    url = reverse("toolcalling:conversation-events", kwargs={"pk": conversation.pk})
-    return Response(
-        {"status": now, "events": f"{request.build_absolute_uri(url)}?after={after}", "after": after},
-        status=status.HTTP_202_ACCEPTED,
-    )
+    return after
 
 
 class ConversationEventsView(ErrorResponses, EventStreamMixin, APIView):

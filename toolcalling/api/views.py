@@ -108,6 +108,22 @@ def messages_queryset(conversation: Conversation) -> QuerySet[Message]:
     )
 
 
+def turn_for(request: Request, conversation: Conversation, *, stream: bool) -> Turn:
+    """A turn of the conversation's assistant for the request's user: 409 when that assistant no longer exists,
+    403 when the user may not use it. Every endpoint that posts a message (the frontends' too) starts here."""
+    try:
+        assistant = assistants.get(conversation.assistant_id)()
+    except NotRegistered:
+        raise AssistantUnavailable(
+            _("The assistant %(assistant)s of this conversation no longer exists.")
+            % {"assistant": repr(conversation.assistant_id)},
+            status=conversation.status,
+        )
+    if not assistant.has_permission(request.user):
+        raise PermissionDenied(_("You may not use this assistant."))
+    return Turn(assistant, conversation, user=request.user, stream=stream)
+
+
 class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView):
     """``GET`` the history; ``POST {"content": ...}`` runs a turn and answers with the new messages.
 
@@ -141,19 +157,9 @@ class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView)
         conversation = own_conversation(request, pk)
         data = MessageInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            assistant = assistants.get(conversation.assistant_id)()
-        except NotRegistered:
-            raise AssistantUnavailable(
-                _("The assistant %(assistant)s of this conversation no longer exists.")
-                % {"assistant": repr(conversation.assistant_id)},
-                status=conversation.status,
-            )
-        if not assistant.has_permission(request.user):
-            raise PermissionDenied(_("You may not use this assistant."))
         content = data.validated_data["content"]
         streamed = accepts_event_stream(request)
-        turn = Turn(assistant, conversation, user=request.user, stream=streamed or data.validated_data["background"])
+        turn = turn_for(request, conversation, stream=streamed or data.validated_data["background"])
         if data.validated_data["background"]:
             return start_background_turn(request, turn, content)
         if streamed:

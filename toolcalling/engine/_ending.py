@@ -83,7 +83,7 @@ class TurnEnding:
             except TurnInterrupted:
                 raise
             except TurnError as exc:
-                self.fail(str(exc))
+                self.fail(str(exc), exc.code)
                 exc.status, exc.messages = self.conversation.status, list(self.view.messages)
                 raise
             except GeneratorExit:  # the consumer of ``Turn.iter()`` let go of it before the end
@@ -94,7 +94,7 @@ class TurnEnding:
                     # A write failed in the database (or could not be sent to it): the turn ends failed with an
                     # error of its own, and without the write that failed (see ``Ledger.failed``).
                     error = TurnNotStored()
-                    self.fail(str(error.detail))
+                    self.fail(str(error.detail), error.code)
                     error.status, error.messages = self.conversation.status, list(self.view.messages)
                     raise error from exc
                 self.fail(_("The turn stopped on an internal error."))
@@ -108,9 +108,10 @@ class TurnEnding:
             exc.messages = list(self.view.messages)
             raise
 
-    def fail(self, error: str) -> None:
+    def fail(self, error: str, code: str = TurnError.default_code) -> None:
         """End the turn as ``failed`` with every open call answered, so the next message works. If answering
-        them fails too, the turn still ends: a conversation left ``running`` takes no message until it is swept."""
+        them fails too, the turn still ends: a conversation left ``running`` takes no message until it is swept.
+        ``code`` is the error's API code, which the ``error`` event carries."""
         try:
             closed = self.ledger.close_open_calls("the turn ended with an error.", started=self.calls.started)
         except (DatabaseError, OverflowError):
@@ -118,7 +119,7 @@ class TurnEnding:
             closed = []
         for message in closed:
             self.record(message)
-        self.observers.turn_failed(error)
+        self.observers.turn_failed(error, code)
         self.end(FAILED, error)
 
     def end_early(self, message: str) -> None:

@@ -78,8 +78,8 @@ class Observers:
     def turn_started(self) -> None:
         self.span = telemetry.start_turn(self.view)
 
-    def turn_failed(self, detail: str) -> None:
-        self.emit("error", {"detail": detail})
+    def turn_failed(self, detail: str, code: str) -> None:
+        self.emit("error", {"detail": detail, "code": code})
 
     def turn_ended(self) -> None:
         """The turn's status is stored (and its ``on_turn_end`` hooks ran): ``turn_finished``, ``turn_end``."""

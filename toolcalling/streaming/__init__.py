@@ -5,7 +5,17 @@ from ._deltas import DeltaBuffer
 from ._event import Backend, Event
 from ._memory import MemoryBackend
 from ._redis import RedisBackend
-from ._sse import MEDIA_TYPE, Follower, afollow, follow, format_event, resume_point, sse_response
+from ._sse import (
+    MEDIA_TYPE,
+    Follower,
+    Renderer,
+    SSERenderer,
+    afollow,
+    follow,
+    format_event,
+    resume_point,
+    sse_response,
+)
 from ._store import (
     EVENT_TYPES,
     EventStore,
@@ -31,6 +41,8 @@ __all__ = [
     "afollow",
     "aread",
     "RedisBackend",
+    "Renderer",
+    "SSERenderer",
     "describe_call",
     "describe_message",
     "follow",

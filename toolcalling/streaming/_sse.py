@@ -6,8 +6,9 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
+from asgiref.sync import sync_to_async
 from django.http import StreamingHttpResponse
 
 from ..conf import toolcalling_settings
@@ -37,6 +38,36 @@ def format_start(after: int) -> str:
 
 KEEPALIVE = ": keepalive\n\n"
 
+T = TypeVar("T")
+
+
+class Renderer(Protocol):
+    """What a follower writes: the opening, each event (possibly nothing), and the closing. Another wire format
+    (a frontend protocol, say) is another renderer over the same events."""
+
+    uses_database: bool  # its methods read the database, so an event loop calls them from a thread
+
+    def opening(self, after: int) -> str: ...
+
+    def render(self, event: events.Event) -> str: ...
+
+    def closing(self) -> str: ...
+
+
+class SSERenderer:
+    """The app's own server-sent events (see ``format_event``)."""
+
+    uses_database = False
+
+    def opening(self, after: int) -> str:
+        return format_start(after)
+
+    def render(self, event: events.Event) -> str:
+        return format_event(event)
+
+    def closing(self) -> str:
+        return ""
+
 
 def resume_point(conversation_id: Any, requested: int | None) -> int:
     """Where a reader starts: after ``requested``, or after the latest event when it asked for nothing.
@@ -65,9 +96,11 @@ class Follower:
         until: Callable[[events.Event], bool] | None = None,
         idle_timeout: float | None = None,
         finished: Callable[[], bool] | None = None,
+        renderer: Renderer | None = None,
     ) -> None:
         s = toolcalling_settings
         self.after = after
+        self.renderer: Renderer = renderer or SSERenderer()
         self.until = until
         self.idle_timeout = s.EVENTS_IDLE_TIMEOUT if idle_timeout is None else idle_timeout
         self.keepalive = s.EVENTS_KEEPALIVE
@@ -88,7 +121,9 @@ class Follower:
         lines = []
         for event in batch:
             self.after = event.seq
-            lines.append(format_event(event))
+            text = self.renderer.render(event)
+            if text:
+                lines.append(text)
             if self.until is not None and self.until(event):
                 return lines, True
         now = time.monotonic()
@@ -107,7 +142,7 @@ class Follower:
 def follow(conversation_id: Any, follower: Follower, backend: Backend | None = None) -> Iterator[str]:
     """The conversation's events as SSE text, read by a thread (WSGI servers); from ``backend`` when given
     (a streamed turn's, see ``EventStore.for_stream``), else from where the store keeps them."""
-    yield format_start(follower.after)
+    yield follower.renderer.opening(follower.after)
     while True:
         try:
             if backend is not None:
@@ -116,30 +151,41 @@ def follow(conversation_id: Any, follower: Follower, backend: Backend | None = N
                 batch = events.read(conversation_id, follower.after, follower.wait())
         except Exception:
             _read_failed(conversation_id)
-            return
+            break
         lines, done = follower.took(batch)
         yield from lines
         if done:
-            return
+            break
+    if closing := follower.renderer.closing():
+        yield closing
 
 
 async def afollow(conversation_id: Any, follower: Follower, backend: Backend | None = None) -> AsyncIterator[str]:
-    """The same, awaited on the event loop (ASGI servers): an idle reader holds no thread."""
-    yield format_start(follower.after)
+    """The same, awaited on the event loop (ASGI servers): an idle reader holds no thread (a renderer or a
+    ``finished`` that reads the database is called from one, as Django calls the ORM from async code)."""
+    blocking = follower.renderer.uses_database
+
+    async def call(function: Callable[..., T], *args: Any) -> T:
+        return await sync_to_async(function)(*args) if blocking else function(*args)
+
+    yield await call(follower.renderer.opening, follower.after)
     while True:
         try:
+            wait = await call(follower.wait)
             if backend is not None:
-                batch = await backend.aread(str(conversation_id), follower.after, follower.wait())
+                batch = await backend.aread(str(conversation_id), follower.after, wait)
             else:
-                batch = await events.aread(conversation_id, follower.after, follower.wait())
+                batch = await events.aread(conversation_id, follower.after, wait)
         except Exception:
             _read_failed(conversation_id)
-            return
-        lines, done = follower.took(batch)
+            break
+        lines, done = await call(follower.took, batch)
         for line in lines:
             yield line
         if done:
-            return
+            break
+    if closing := await call(follower.renderer.closing):
+        yield closing
 
 
 def _read_failed(conversation_id: Any) -> None:

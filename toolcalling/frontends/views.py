@@ -1,0 +1,119 @@
+"""The frontend endpoints: ``ai-sdk/chat/`` and ``ai-sdk/chat/{id}/stream`` (the Vercel AI SDK's chat transport),
+and ``ag-ui/`` (AG-UI's ``RunAgentInput``).
+
+They post messages through the same turn, throttle, claim, usage limits and event stream as
+``POST conversations/{id}/messages/``; only the wire format of the answer differs (a ``streaming.Renderer``).
+Clients that ask for ``Accept: text/event-stream`` (AG-UI's do) get their errors as JSON all the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse, HttpResponseBase
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from .. import streaming
+from ..api.errors import ErrorResponses
+from ..api.serializers import MessageInputSerializer
+from ..api.streams import EventStreamMixin, is_asgi, queue_turn, stream_turn
+from ..api.throttling import TurnRateThrottle
+from ..api.views import turn_for
+from . import _ag_ui as ag_ui
+from ._ai_sdk import HEADER, VERSION, UIMessageStream
+from ._requests import ChatRequestSerializer, apply_answers, conversation_of, moving, read_request, turn_start
+
+
+def _ai_sdk(response: HttpResponseBase) -> HttpResponseBase:
+    response[HEADER] = VERSION
+    return response
+
+
+def _follow(
+    conversation_id: Any, after: int, renderer: streaming.Renderer, request: Request, *, protocol: bool = True
+) -> HttpResponseBase:
+    """The conversation's events after ``after`` until a turn ends, or until nothing of it moves any more
+    (``protocol``: with the AI SDK's header)."""
+    follower = streaming.Follower(
+        after, until=lambda e: e.type == "turn_end", finished=lambda: not moving(conversation_id), renderer=renderer
+    )
+    response = streaming.sse_response(conversation_id, follower, asgi=is_asgi(request))
+    return _ai_sdk(response) if protocol else response
+
+
+class TurnThrottled:
+    """A POST here posts a message: ``TurnRateThrottle`` as on the messages endpoint."""
+
+    def get_throttles(self) -> list[Any]:
+        throttles = super().get_throttles()  # type: ignore[misc]
+        if self.request.method == "POST":  # type: ignore[attr-defined]
+            throttles.append(TurnRateThrottle())
+        return throttles
+
+
+class AISDKChatView(ErrorResponses, EventStreamMixin, TurnThrottled, APIView):
+    """``POST ai-sdk/chat/``: what ``DefaultChatTransport({api: ".../ai-sdk/chat"})`` sends. The chat ``id`` is a
+    conversation of this user (else 404); the last user message's text is posted, ``regenerate-message`` posts
+    the last user message again, and approval answers (``addToolApprovalResponse``) decide the user's own calls.
+    The answer is the UI message stream of the turn (``x-vercel-ai-ui-message-stream: v1``)."""
+
+    permission_classes = [IsAuthenticated]
+
+    def post(self, request: Request) -> HttpResponseBase:
+        body = ChatRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        conversation = conversation_of(request.user, body.validated_data["id"])
+        wanted = read_request(body.validated_data, conversation)
+        if wanted.content is None:
+            # Answers to approval requests: decided before reading on, so the stream carries their outcome.
+            after = streaming.last_seq(conversation.pk)
+            again = apply_answers(conversation, request.user, wanted.answers)
+            renderer = UIMessageStream(conversation.pk, known=wanted.shown, waiting=again)
+            return _follow(conversation.pk, after, renderer, request)
+        message = MessageInputSerializer(data={"content": wanted.content})  # the messages endpoint's checks
+        message.is_valid(raise_exception=True)
+        content = message.validated_data["content"]
+        turn = turn_for(request, conversation, stream=True)
+        if wanted.background:
+            after = queue_turn(turn, content)
+            return _follow(conversation.pk, after, UIMessageStream(conversation.pk), request)
+        return _ai_sdk(stream_turn(request, turn, content, UIMessageStream(conversation.pk)))
+
+
+class AISDKStreamView(ErrorResponses, EventStreamMixin, APIView):
+    """``GET ai-sdk/chat/{id}/stream``: the SDK's ``resumeStream``. A 204 when nothing of the conversation runs;
+    otherwise the running turn's events from its start (a replay, as the SDK expects) to its end. This is how
+    a staff decision's continuation reaches the chat."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get(self, request: Request, chat_id: str) -> HttpResponseBase:
+        conversation = conversation_of(request.user, chat_id)
+        if not moving(conversation.pk):
+            return _ai_sdk(HttpResponse(status=204))
+        return _follow(conversation.pk, turn_start(conversation.pk), UIMessageStream(conversation.pk), request)
+
+
+class AGUIView(ErrorResponses, EventStreamMixin, TurnThrottled, APIView):
+    """``POST ag-ui/``: an AG-UI ``RunAgentInput`` whose ``threadId`` is a conversation of this user. The last
+    user message is posted (or, with ``resume``, the user's answers to the last run's interrupts are applied);
+    the answer is the run as AG-UI events. The client's own ``tools`` are ignored: the
+    assistant offers its server-side tools only, so approval and ownership stay the server's."""
+
+    permission_classes = [IsAuthenticated]
+
+    def post(self, request: Request) -> HttpResponseBase:
+        run = ag_ui.read_input(request.data)
+        conversation = conversation_of(request.user, run.thread_id)
+        renderer = ag_ui.AGUIStream(conversation.pk, thread_id=run.thread_id, run_id=run.run_id)
+        if run.resume:
+            # Answers to the interrupts of the run before: decided first, then the run follows what they started.
+            after = streaming.last_seq(conversation.pk)
+            apply_answers(conversation, request.user, ag_ui.answers(run))
+            return _follow(conversation.pk, after, renderer, request, protocol=False)
+        message = MessageInputSerializer(data={"content": ag_ui.last_user_text(run)})
+        message.is_valid(raise_exception=True)
+        turn = turn_for(request, conversation, stream=True)
+        return stream_turn(request, turn, message.validated_data["content"], renderer)
