@@ -13,6 +13,7 @@ class SimpleToolcallingConfig(AppConfig):
 
     def ready(self) -> None:
         from . import (
+            attachments,  # noqa: F401  (deletes an attachment's file with its row)
             checks,  # noqa: F401  (registers the system checks)
             tasks,  # noqa: F401  (registers the shared tasks with every Celery app, whatever it discovers)
         )
