@@ -212,6 +212,11 @@ class Message(models.Model):
     def __str__(self) -> str:
         return f"{self.get_role_display()}: {self.content[:60]}"
 
+    @property
+    def sent_files(self) -> Any:
+        """The attachments a user message carries; none, without a query, on other messages."""
+        return self.attachments.all() if self.role == self.Role.USER else []
+
 
 class ToolCall(models.Model):
     """A call the model asked for, with its arguments, its decision (when gated) and its outcome."""

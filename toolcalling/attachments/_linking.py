@@ -12,13 +12,14 @@ from ..models import Attachment, Message
 from ._storing import attachment_settings
 
 
-def sendable(user: Any, ids: Sequence[Any], *, status: str | None = None) -> list[Attachment]:
+def sendable(user: Any, ids: Sequence[Any], *, more: int = 0, status: str | None = None) -> list[Attachment]:
     """The uploads ``ids`` names, in that order, if each is ``user``'s own and not yet sent; else the error.
+    ``more``: files the message brings besides, counted against ``MAX_PER_MESSAGE`` too.
 
     Another user's id is refused like a missing one, so ids tell nobody which uploads exist."""
     limit = attachment_settings()["MAX_PER_MESSAGE"]
     unique = list(dict.fromkeys(str(i) for i in ids))
-    if len(unique) > limit:
+    if len(unique) + more > limit:
         raise TooManyAttachments(
             _("A message may carry at most %(limit)d attachments.") % {"limit": limit}, status=status
         )
