@@ -14,6 +14,7 @@ from ._storing import (
     shown_name,
     store,
 )
+from ._sweeping import sweep_unattached
 
 __all__ = [
     "AttachedFile",
@@ -32,5 +33,6 @@ __all__ = [
     "sendable",
     "sniff",
     "store",
+    "sweep_unattached",
     "with_parts",
 ]
