@@ -19,7 +19,7 @@ class SimpleToolcallingConfig(AppConfig):
         )
 
         try:
-            from .api import openapi  # noqa: F401  (describes the API in the site's drf-spectacular schema)
+            from .api import openapi, openapi_attachments  # noqa: F401  (describe the API in the site's schema)
         except ImportError as exc:  # the optional [openapi] extra is not installed: no schema, same API
             if (exc.name or "").partition(".")[0] != "drf_spectacular":
                 raise
