@@ -7,10 +7,12 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 
+from ..conf import ATTACHMENT_TYPES
 from .openapi import ViewSchema
 from .openapi_bodies import TYPES_TEXT, AttachmentUploadSerializer, errors
 from .serializers import AttachmentSerializer
 
+BINARY = {"type": "string", "format": "binary"}
 REFUSED = {
     "e400": f"unsupported_attachment: the bytes are not one of the allowed types ({TYPES_TEXT}); nothing stored.",
     "e413": "attachment_too_large: over ATTACHMENTS['MAX_BYTES'], refused while it was read; nothing stored.",
@@ -42,9 +44,10 @@ class AttachmentContentViewSchema(ViewSchema):
                 description="To its owner and to staff who may view its conversation in the admin; a 404 to "
                 "anyone else. Images inline, other files as a download; `X-Content-Type-Options: nosniff`.",
                 responses={
-                    (200, "application/octet-stream"): OpenApiResponse(
-                        {"type": "string", "format": "binary"}, description="The bytes, with their real type."
-                    ),
+                    **{
+                        (200, kind): OpenApiResponse(BINARY, description="The bytes, with their real type.")
+                        for kind in ATTACHMENT_TYPES
+                    },
                     **{(s, "application/json"): r for s, r in errors(404).items()},
                 },
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.urls import reverse
@@ -195,10 +196,17 @@ class ConversationSerializer(serializers.ModelSerializer):
 class MessageInputSerializer(serializers.Serializer):
     content = serializers.CharField(trim_whitespace=True, allow_blank=False)
     background = serializers.BooleanField(default=False, help_text="Run the turn on a Celery worker; answer 202.")
+    # Strings checked in validate_attachments: a UUIDField child would report errors by index, off DRF's flat shape.
     attachments = serializers.ListField(
-        child=serializers.UUIDField(), required=False, default=list,
-        help_text="Ids of the user's own uploads (POST attachments/) this message carries.",
+        child=serializers.CharField(), required=False, default=list,
+        help_text="Ids (UUIDs) of the user's own uploads (POST attachments/) this message carries.",
     )  # fmt: skip
+
+    def validate_attachments(self, value: list[str]) -> list[uuid.UUID]:
+        try:
+            return [uuid.UUID(item) for item in value]
+        except ValueError:
+            raise serializers.ValidationError(_("Each attachment must be the id of an upload."))
 
     def get_fields(self) -> dict[str, Any]:
         # The limit is a setting, read per request; as the field's max_length it is in the API schema too.
