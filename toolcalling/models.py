@@ -499,20 +499,24 @@ class Attachment(models.Model):
     storage_name = models.CharField(
         max_length=255,
         editable=False,
-        verbose_name=_("storage name"),
+        verbose_name=pgettext_lazy("attachment", "storage name"),
         help_text=_("The generated name in the attachments' storage; never the user's file name."),
     )
     name = models.CharField(max_length=255, verbose_name=_("name"), help_text=_("The user's file name, only shown."))
     content_type = models.CharField(
-        max_length=100, verbose_name=_("content type"), help_text=_("What its bytes are, read from the bytes.")
+        max_length=100,
+        verbose_name=pgettext_lazy("attachment", "content type"),
+        help_text=_("What its bytes are, read from the bytes."),
     )
-    size = models.PositiveBigIntegerField(verbose_name=_("size"), help_text=_("In bytes."))
+    size = models.PositiveBigIntegerField(
+        verbose_name=pgettext_lazy("attachment", "size"), help_text=pgettext_lazy("attachment size", "In bytes.")
+    )
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
         ordering = ["created_at", "id"]
-        verbose_name = _("attachment")
-        verbose_name_plural = _("attachments")
+        verbose_name = pgettext_lazy("model", "attachment")
+        verbose_name_plural = pgettext_lazy("model", "attachments")
         indexes = [
             # A message's attachments in order, and the expiry sweep's uploads no message took, oldest first.
             models.Index(fields=["message", "created_at"], name="toolcalling_attach_msg_idx"),

@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import pgettext
+from django.utils.translation import pgettext, pgettext_lazy
 
 from ..conf import toolcalling_settings
 from ..models import Attachment, Conversation, Message, ToolCall
@@ -56,7 +56,7 @@ class AttachmentInline(ReadOnlyInline):
     fields = readonly_fields = ("thumbnail", "name", "content_type", "size", "message", "created_at")
     ordering = ("created_at",)
 
-    @admin.display(description=_("file"))
+    @admin.display(description=pgettext_lazy("attachment column", "file"))
     def thumbnail(self, obj: Attachment) -> str:
         url = reverse("toolcalling:attachment-content", kwargs={"pk": obj.pk})
         if obj.is_image:

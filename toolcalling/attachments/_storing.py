@@ -15,6 +15,7 @@ from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from ..conf import toolcalling_settings
 from ..exceptions import AttachmentTooLarge, UnsupportedAttachment
@@ -156,7 +157,7 @@ def shown_name(name: str | None) -> str:
     """The user's file name as it is shown: its last path part, without control characters, cut to fit."""
     base = (name or "").replace("\\", "/").rsplit("/", 1)[-1]
     base = "".join(ch for ch in base if ch.isprintable()).strip()
-    return (base or _("attachment"))[-NAME_LENGTH:]
+    return (base or pgettext("unnamed file", "attachment"))[-NAME_LENGTH:]
 
 
 @receiver(post_delete, sender=Attachment, dispatch_uid="toolcalling_attachment_file")
