@@ -70,7 +70,7 @@ def test_posting_a_message_documents_its_variants_and_errors(document):
     bodies = post["requestBody"]["content"]
     assert set(bodies) == {"application/json", "multipart/form-data"}
     assert components["MessageMultipart"]["properties"]["files"]["items"]["format"] == "binary"
-    assert "UUID" in components["MessageInput"]["properties"]["attachments"]["description"]
+    assert components["MessageInput"]["properties"]["attachments"]["items"]["format"] == "uuid"
     history = document["paths"][PREFIX + "conversations/{id}/messages/"]["get"]
     assert {p["name"] for p in history["parameters"]} >= {"cursor", "page_size"}
     events = document["paths"][PREFIX + "conversations/{id}/events/"]["get"]

@@ -110,3 +110,11 @@ def test_a_disguised_file_in_a_message_is_refused_before_anything_is_stored(api,
     response = api.post(url, sent, format="multipart")
     assert response.status_code == 400 and response.json()["code"] == "unsupported_attachment"
     assert stored_files() == [] and not Message.objects.exists() and model.requests == []
+
+
+@pytest.mark.parametrize("ids", [["not-an-id"], [""], [{"id": 1}], [7]])
+def test_a_wrong_id_is_one_flat_error(api, conversation, ids):
+    url = URL + f"conversations/{conversation['id']}/messages/"
+    response = api.post(url, {"content": "x", "attachments": ids}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"attachments": ["Each attachment must be the id of an upload."]}

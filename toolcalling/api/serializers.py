@@ -193,20 +193,26 @@ class ConversationSerializer(serializers.ModelSerializer):
         return value
 
 
+class AttachmentIdsField(serializers.ListField):
+    """A list of upload ids; a wrong one is one flat error (DRF's list reports them by index, off its own
+    400 shape of a list of sentences per field)."""
+
+    child = serializers.UUIDField()
+
+    def run_child_validation(self, data: list[Any]) -> list[uuid.UUID]:
+        try:
+            return [uuid.UUID(str(item)) for item in data]
+        except ValueError:
+            raise serializers.ValidationError(_("Each attachment must be the id of an upload."))
+
+
 class MessageInputSerializer(serializers.Serializer):
     content = serializers.CharField(trim_whitespace=True, allow_blank=False)
     background = serializers.BooleanField(default=False, help_text="Run the turn on a Celery worker; answer 202.")
-    # Strings checked in validate_attachments: a UUIDField child would report errors by index, off DRF's flat shape.
-    attachments = serializers.ListField(
-        child=serializers.CharField(), required=False, default=list,
-        help_text="Ids (UUIDs) of the user's own uploads (POST attachments/) this message carries.",
+    attachments = AttachmentIdsField(
+        required=False, default=list,
+        help_text="Ids of the user's own uploads (POST attachments/) this message carries.",
     )  # fmt: skip
-
-    def validate_attachments(self, value: list[str]) -> list[uuid.UUID]:
-        try:
-            return [uuid.UUID(item) for item in value]
-        except ValueError:
-            raise serializers.ValidationError(_("Each attachment must be the id of an upload."))
 
     def get_fields(self) -> dict[str, Any]:
         # The limit is a setting, read per request; as the field's max_length it is in the API schema too.
