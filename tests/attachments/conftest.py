@@ -6,6 +6,8 @@ import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from . import assistants  # noqa: F401  (registers the assistants)
+
 URL = "/api/toolcalling/"
 
 
