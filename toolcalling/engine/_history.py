@@ -85,20 +85,24 @@ def history_items(
             item.setdefault("tool_calls", []).append(call)
         elif role == Message.Role.ASSISTANT and item["content"] is None:
             item["content"] = ""
-    with_attachments(items)
+    with_attachments(conversation, items)
     return items
 
 
-def with_attachments(items: list[tuple[int, dict[str, Any]]]) -> None:
-    """Give the user messages among ``items`` their files as content parts (one query for all of them)."""
+def with_attachments(conversation: Conversation, items: list[tuple[int, dict[str, Any]]]) -> None:
+    """Give the user messages among ``items`` their files as content parts: one query for all of them, by the
+    range of their ids (not an ``IN`` list, which grows with the history)."""
     users = {message_id: item for message_id, item in items if item["role"] == Message.Role.USER}
     if not users:
         return
     files: dict[int, list[Attachment]] = {}
-    for attachment in Attachment.objects.filter(message_id__in=list(users)).order_by("created_at", "id"):
+    stored = Attachment.objects.filter(
+        conversation_id=conversation.pk, message_id__gte=min(users), message_id__lte=max(users)
+    ).order_by("created_at", "id")
+    for attachment in stored:
         files.setdefault(attachment.message_id, []).append(attachment)  # type: ignore[arg-type]
-    for message_id, found in files.items():
-        users[message_id]["content"] = with_parts(users[message_id]["content"], found)
+    for message_id, carried in files.items():
+        users[message_id]["content"] = with_parts(users[message_id]["content"], carried)
 
 
 def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
