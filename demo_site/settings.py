@@ -83,6 +83,7 @@ DATABASES = {
 }
 
 STATIC_URL = "/static/"
+MEDIA_ROOT = VAR_DIR / "media"  # the default storage: attachments users send
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"

@@ -114,6 +114,7 @@ DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("TOOLCALLING_TEST_CONN
 # the app's writes here and its reads to "default", so a write, or a read that decides one, on the wrong alias shows.
 DATABASES["writes"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
 STATIC_URL = "/static/"
+MEDIA_ROOT = VAR_DIR / "media"  # the default storage, where attachments are kept
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

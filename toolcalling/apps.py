@@ -13,12 +13,13 @@ class SimpleToolcallingConfig(AppConfig):
 
     def ready(self) -> None:
         from . import (
+            attachments,  # noqa: F401  (deletes an attachment's file with its row)
             checks,  # noqa: F401  (registers the system checks)
             tasks,  # noqa: F401  (registers the shared tasks with every Celery app, whatever it discovers)
         )
 
         try:
-            from .api import openapi  # noqa: F401  (describes the API in the site's drf-spectacular schema)
+            from .api import openapi, openapi_attachments  # noqa: F401  (describe the API in the site's schema)
         except ImportError as exc:  # the optional [openapi] extra is not installed: no schema, same API
             if (exc.name or "").partition(".")[0] != "drf_spectacular":
                 raise

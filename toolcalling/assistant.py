@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import BaseModel
@@ -153,11 +154,15 @@ class Assistant:
         *,
         output_type: type[BaseModel] | None = None,
         listeners: list[Listener] | None = None,
+        attachments: Sequence[Any] = (),
     ) -> TurnResult:
-        """Run one turn from a shell, a management command or a task; a new conversation when none is given."""
+        """Run one turn from a shell, a management command or a task; a new conversation when none is given.
+        ``attachments``: the user's own uploads not sent yet (``Attachment`` rows or ids) that the message carries."""
         from .engine import run_turn
 
-        return run_turn(self, user, content, conversation, output_type=output_type, listeners=listeners)
+        return run_turn(
+            self, user, content, conversation, output_type=output_type, listeners=listeners, attachments=attachments
+        )
 
     def steps(
         self,

@@ -232,6 +232,31 @@ def check_model_endpoint(app_configs: Any = None, **kwargs: Any) -> list[checks.
 
 
 @checks.register("toolcalling")
+def check_attachment_storage(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """``ATTACHMENTS["STORAGE"]`` names a ``STORAGES`` alias that exists: otherwise every upload would fail."""
+    from django.core.files.storage import InvalidStorageError, storages
+
+    from .conf import toolcalling_settings as s
+
+    try:
+        alias = s.ATTACHMENTS["STORAGE"]
+    except ImproperlyConfigured:
+        return []  # reported by check_settings
+    try:
+        storages[alias]
+    except InvalidStorageError:
+        return [
+            checks.Error(
+                _('TOOLCALLING["ATTACHMENTS"]["STORAGE"] is %(alias)r, which is not a STORAGES alias.')
+                % {"alias": alias},
+                hint=_("Name one of settings.STORAGES (such as 'default'), or add that alias to STORAGES."),
+                id="toolcalling.E009",
+            )
+        ]
+    return []
+
+
+@checks.register("toolcalling")
 def check_site_url(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     from django.apps import apps
 

@@ -40,6 +40,14 @@ DEFAULTS: dict[str, Any] = {
     "CURRENCY": "USD",  # of PRICES and of every cost; genai-prices' prices apply only in "USD"
     # Input limits of the API.
     "MAX_MESSAGE_LENGTH": 20_000,
+    # Files users attach to messages (see toolcalling.attachments); a site's dict is merged over these.
+    "ATTACHMENTS": {
+        "MAX_BYTES": 20 * 1024 * 1024,  # larger uploads are refused (413) while they are read, before storage
+        "TYPES": ["image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"],  # decided by the bytes
+        "STORAGE": "default",  # a STORAGES alias
+        "MAX_PER_MESSAGE": 5,
+        "UNATTACHED_MAX_AGE": 24 * 60 * 60,  # seconds an upload no message took is kept (toolcalling_expire)
+    },
     # The MCP endpoint.
     "MCP_MAX_BATCH": 20,  # JSON-RPC messages one MCP request (a batch) may carry; each call counts for the throttle
     # Approval.
@@ -76,6 +84,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 IMPORT_STRINGS = ("HOOKS",)
+
+# The types an attachment can be, each recognised from its first bytes (toolcalling.attachments); TYPES picks some.
+ATTACHMENT_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf")
 
 # What OFFLINE_MODEL = True selects: the demo model lives outside the engine and is found by this path.
 OFFLINE_CLIENT_FACTORY = "toolcalling.contrib.offline.client"
@@ -128,6 +139,7 @@ class ToolcallingSettings:
             value = user_settings.get(key, DEFAULTS[key])
             if not isinstance(value, int) or value < 1:
                 raise ImproperlyConfigured(f"TOOLCALLING[{key!r}] must be a positive integer, not {value!r}.")
+        validate_attachments(user_settings.get("ATTACHMENTS", {}))
         site_url = user_settings.get("SITE_URL")
         if site_url is not None and not (isinstance(site_url, str) and site_url.startswith(("http://", "https://"))):
             raise ImproperlyConfigured(
@@ -145,6 +157,8 @@ class ToolcallingSettings:
             value = os.environ.get("OPENAI_BASE_URL") or None
         elif name == "EVENTS_REDIS_URL" and value is None:
             value = os.environ.get("REDIS_URL") or None
+        elif name == "ATTACHMENTS":
+            value = {**DEFAULTS["ATTACHMENTS"], **value}
         elif name in IMPORT_STRINGS:
             value = [import_string(v)() if isinstance(v, str) else v for v in value]
         self._cached.add(name)
@@ -166,6 +180,32 @@ class ToolcallingSettings:
         self._user_settings = None
         with self._lock:
             self._derived.clear()
+
+
+def validate_attachments(value: Any) -> None:
+    """``ATTACHMENTS``: known keys, positive integers, and types the app can recognise from their bytes."""
+    if not isinstance(value, dict):
+        raise ImproperlyConfigured(f"TOOLCALLING['ATTACHMENTS'] must be a dict, not {value!r}.")
+    known = DEFAULTS["ATTACHMENTS"]
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        raise ImproperlyConfigured(
+            f"Unknown TOOLCALLING['ATTACHMENTS'] key(s): {', '.join(unknown)}. Known: {', '.join(sorted(known))}."
+        )
+    for key in ("MAX_BYTES", "MAX_PER_MESSAGE", "UNATTACHED_MAX_AGE"):
+        number = value.get(key, known[key])
+        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+            raise ImproperlyConfigured(
+                f"TOOLCALLING['ATTACHMENTS'][{key!r}] must be a positive integer, not {number!r}."
+            )
+    types = value.get("TYPES", known["TYPES"])
+    if not isinstance(types, (list, tuple)) or any(t not in ATTACHMENT_TYPES for t in types):
+        raise ImproperlyConfigured(
+            f"TOOLCALLING['ATTACHMENTS']['TYPES'] must list types out of {', '.join(ATTACHMENT_TYPES)} "
+            f"(recognised from their bytes), not {types!r}."
+        )
+    if not isinstance(value.get("STORAGE", known["STORAGE"]), str):
+        raise ImproperlyConfigured("TOOLCALLING['ATTACHMENTS']['STORAGE'] must be the name of a STORAGES alias.")
 
 
 toolcalling_settings = ToolcallingSettings()

@@ -248,6 +248,40 @@ class AGUINotInstalled(APIError):
     default_detail = _("AG-UI needs the ag-ui-protocol package: pip install 'django-toolcalling[ag-ui]'.")
 
 
+# Attachments ----------------------------------------------------------------------------------------
+
+
+class UnsupportedAttachment(APIError):
+    """An upload whose bytes are none of the allowed types (``ATTACHMENTS["TYPES"]``), whatever its name or
+    declared type says: an SVG, an HTML page, a renamed executable. Refused before anything is stored."""
+
+    default_code = "unsupported_attachment"
+    default_detail = _("This kind of file cannot be attached. Attach an image (PNG, JPEG, GIF, WebP) or a PDF.")
+
+
+class AttachmentTooLarge(APIError):
+    """An upload larger than ``ATTACHMENTS["MAX_BYTES"]``, refused while it is read, before it reaches storage."""
+
+    status_code = http.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "attachment_too_large"
+    default_detail = _("The file is too large to attach.")
+
+
+class TooManyAttachments(APIError):
+    """A message carries more attachments than ``ATTACHMENTS["MAX_PER_MESSAGE"]``."""
+
+    default_code = "too_many_attachments"
+    default_detail = _("The message carries too many attachments.")
+
+
+class UnknownAttachment(APIError):
+    """A message names an attachment that is not one of the user's own uploads not yet sent with a message
+    (another user's, a deleted one, or one already sent): nothing of the message is stored."""
+
+    default_code = "unknown_attachment"
+    default_detail = _("An attachment of this message does not exist or is not yours to send.")
+
+
 # MCP --------------------------------------------------------------------------------------------------
 
 

@@ -212,6 +212,11 @@ class Message(models.Model):
     def __str__(self) -> str:
         return f"{self.get_role_display()}: {self.content[:60]}"
 
+    @property
+    def sent_files(self) -> Any:
+        """The attachments a user message carries; none, without a query, on other messages."""
+        return self.attachments.all() if self.role == self.Role.USER else []
+
 
 class ToolCall(models.Model):
     """A call the model asked for, with its arguments, its decision (when gated) and its outcome."""
@@ -460,3 +465,66 @@ class EvalCaseResult(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Attachment(models.Model):
+    """A file a user uploaded (an image or a PDF), kept in the site's storage under a generated name; it joins a
+    conversation when a message of its owner's carries it, and is deleted from storage with its row."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name=_("id"))
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="toolcalling_attachments",
+        verbose_name=_("user"),
+        help_text=_("Who uploaded it; only they (and staff who may view the conversation) can read it."),
+    )
+    conversation = models.ForeignKey(
+        Conversation,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="attachments",
+        verbose_name=_("conversation"),
+    )
+    message = models.ForeignKey(
+        Message,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="attachments",
+        verbose_name=_("message"),
+        help_text=_("The user message that carries it; empty until a message does."),
+    )
+    storage_name = models.CharField(
+        max_length=255,
+        editable=False,
+        verbose_name=pgettext_lazy("attachment", "storage name"),
+        help_text=_("The generated name in the attachments' storage; never the user's file name."),
+    )
+    name = models.CharField(max_length=255, verbose_name=_("name"), help_text=_("The user's file name, only shown."))
+    content_type = models.CharField(
+        max_length=100,
+        verbose_name=pgettext_lazy("attachment", "content type"),
+        help_text=_("What its bytes are, read from the bytes."),
+    )
+    size = models.PositiveBigIntegerField(
+        verbose_name=pgettext_lazy("attachment", "size"), help_text=pgettext_lazy("attachment size", "In bytes.")
+    )
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        verbose_name = pgettext_lazy("model", "attachment")
+        verbose_name_plural = pgettext_lazy("model", "attachments")
+        indexes = [
+            # A message's attachments in order, and the expiry sweep's uploads no message took, oldest first.
+            models.Index(fields=["message", "created_at"], name="toolcalling_attach_msg_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_image(self) -> bool:
+        return self.content_type.startswith("image/")

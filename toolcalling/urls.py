@@ -5,7 +5,7 @@ Include them with ``path("api/toolcalling/", include("toolcalling.urls"))``."""
 from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
-from .api import streams, usage, views
+from .api import attachments, streams, usage, views
 from .frontends import AGUIView, AISDKChatView, AISDKStreamView
 from .mcp import MCPView
 
@@ -19,6 +19,8 @@ urlpatterns = [
     path("assistants/", views.AssistantListView.as_view(), name="assistant-list"),
     path("conversations/<uuid:pk>/messages/", views.MessageListView.as_view(), name="conversation-messages"),
     path("conversations/<uuid:pk>/events/", streams.ConversationEventsView.as_view(), name="conversation-events"),
+    path("attachments/", attachments.AttachmentUploadView.as_view(), name="attachment-list"),
+    path("attachments/<uuid:pk>/content/", attachments.AttachmentContentView.as_view(), name="attachment-content"),
     path("usage/", usage.UsageView.as_view(), name="usage"),
     path("mcp/<str:assistant_id>/", MCPView.as_view(), name="mcp"),
     # The AI SDK's transport posts to its ``api`` URL as given and appends ``/{id}/stream``: no slash is needed.
@@ -27,5 +29,7 @@ urlpatterns = [
     re_path(r"^ag-ui/?$", AGUIView.as_view(), name="ag-ui"),
     path("", include(router.urls)),
     # Last: what is left under the resources (ending in "/", so APPEND_SLASH still redirects) is a JSON 404.
-    re_path(r"^(?P<path>(?:assistants|conversations|tool-calls)/.*/)$", views.unknown_path, name="unknown-path"),
+    re_path(
+        r"^(?P<path>(?:assistants|attachments|conversations|tool-calls)/.*/)$", views.unknown_path, name="unknown-path"
+    ),
 ]

@@ -62,6 +62,11 @@ MEANINGS = {
         'limits across turns, e.g. `{"tokens": 200_000, "per": "user", "period": "day"}`, on every assistant '
         "(see [usage limits](../guides/limits-and-costs.md#usage-limits))"
     ),
+    "ATTACHMENTS": (
+        "files users attach, merged over the defaults: `MAX_BYTES` (largest upload), `TYPES` (the allowed types, "
+        "read from the bytes), `STORAGE` (a `STORAGES` alias), `MAX_PER_MESSAGE`, `UNATTACHED_MAX_AGE` (seconds "
+        "before `toolcalling_expire` deletes an upload never sent; see [attachments](../guides/attachments.md))"
+    ),
     "MAX_MESSAGE_LENGTH": "longest user message the API accepts (the chat page shows it and counts)",
     "MCP_MAX_BATCH": (
         "JSON-RPC messages one MCP request (a batch) may carry; a longer batch is refused whole (`-32600`), "

@@ -26,6 +26,8 @@ def test_the_schema_validates_without_a_warning_and_covers_every_endpoint(docume
     operations = {(p.removeprefix(PREFIX), m) for p, ops in paths.items() for m in ops}
     assert operations == {
         ("assistants/", "get"),
+        ("attachments/", "post"),
+        ("attachments/{id}/content/", "get"),
         ("conversations/", "get"),
         ("conversations/", "post"),
         ("conversations/{id}/", "get"),
@@ -58,7 +60,7 @@ def test_the_schema_validates_without_a_warning_and_covers_every_endpoint(docume
 def test_posting_a_message_documents_its_variants_and_errors(document):
     post = document["paths"][PREFIX + "conversations/{id}/messages/"]["post"]
     responses = post["responses"]
-    assert set(responses) == {"200", "201", "202", "400", "401", "403", "404", "409", "422", "429", "502", "503"}
+    assert set(responses) == {"200", "201", "202", "400", "401", "403", "404", "409", "413", "422", "429", "502", "503"}
     assert list(responses["200"]["content"]) == ["text/event-stream"]
     assert responses["201"]["content"]["application/json"]["schema"]["$ref"].endswith("/TurnResult")
     assert responses["202"]["content"]["application/json"]["schema"]["$ref"].endswith("/BackgroundTurn")
@@ -68,10 +70,28 @@ def test_posting_a_message_documents_its_variants_and_errors(document):
     assert components["MessageInput"]["properties"]["content"]["maxLength"] == 20000
     assert set(components["Error"]["required"]) == {"detail", "code", "status"}
     assert components["ToolCall"]["properties"]["label"]["type"] == "string"
+    bodies = post["requestBody"]["content"]
+    assert set(bodies) == {"application/json", "multipart/form-data"}
+    assert components["MessageMultipart"]["properties"]["files"]["items"]["format"] == "binary"
+    assert components["MessageInput"]["properties"]["attachments"]["items"]["format"] == "uuid"
     history = document["paths"][PREFIX + "conversations/{id}/messages/"]["get"]
     assert {p["name"] for p in history["parameters"]} >= {"cursor", "page_size"}
     events = document["paths"][PREFIX + "conversations/{id}/events/"]["get"]
     assert list(events["responses"]["200"]["content"]) == ["text/event-stream"]
+
+
+def test_an_upload_is_described_as_multipart_with_its_errors(document):
+    post = document["paths"][PREFIX + "attachments/"]["post"]
+    assert list(post["requestBody"]["content"]) == ["multipart/form-data"]
+    assert set(post["responses"]) == {"201", "400", "401", "403", "413"}
+    assert "unsupported_attachment" in post["responses"]["400"]["description"]
+    assert "attachment_too_large" in post["responses"]["413"]["description"]
+    created = document["components"]["schemas"]["Attachment"]
+    assert set(created["properties"]) == {"id", "name", "content_type", "size", "url"}
+    content = document["paths"][PREFIX + "attachments/{id}/content/"]["get"]
+    kinds = content["responses"]["200"]["content"]
+    assert set(kinds) == {"image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"}
+    assert {kind["schema"]["format"] for kind in kinds.values()} == {"binary"}
 
 
 def test_the_demo_sites_schema_is_clean_too(tmp_path):

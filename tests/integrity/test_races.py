@@ -165,7 +165,9 @@ def test_the_admin_writes_a_conversations_title_alone(admin_client, alice):
         ended.append(True)
 
     inlines = {
-        f"{prefix}-{name}": 0 for prefix in ("messages", "tool_calls") for name in ("TOTAL_FORMS", "INITIAL_FORMS")
+        f"{prefix}-{name}": 0
+        for prefix in ("messages", "attachments", "tool_calls")
+        for name in ("TOTAL_FORMS", "INITIAL_FORMS")
     }
     pre_save.connect(turn_ends_meanwhile, sender=Conversation)
     try:

@@ -33,3 +33,12 @@ class BudgetAssistant(Assistant):
     instructions = "You help within a budget."
     tools = ["add", "delete_everything"]
     usage_limits = [{"tokens": 1000, "per": "user", "period": "day"}]
+
+
+class FilesAssistant(Assistant):
+    """Reads the files users attach (tests/attachments)."""
+
+    id = "files"
+    name = "Files"
+    instructions = "You read the files users send."
+    tools = ["attached_files"]

@@ -81,3 +81,14 @@ def wait_for_release(marker: str) -> str:
             return "released"
         time.sleep(0.05)
     return "gave up waiting"
+
+
+@tool
+def attached_files(ctx: ToolContext) -> list[dict]:
+    """List the files of this conversation, with their first bytes."""
+    found = []
+    for file in ctx.attachments:
+        with file.open() as f:
+            head = f.read(8)
+        found.append({"name": file.name, "type": file.content_type, "size": file.size, "head": head.hex()})
+    return found

@@ -8,11 +8,13 @@ from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext, pgettext_lazy
 
 from ..conf import toolcalling_settings
-from ..models import Conversation, Message, ToolCall
+from ..models import Attachment, Conversation, Message, ToolCall
 from ..toolkit import storable
 
 
@@ -45,6 +47,24 @@ class ReadOnlyInline(admin.TabularInline):
 class MessageInline(ReadOnlyInline):
     model = Message
     fields = readonly_fields = ("id", "role", "content", "tool_call_id", "total_tokens", "cost", "created_at")
+
+
+class AttachmentInline(ReadOnlyInline):
+    """The files users sent: images as thumbnails, each a link to the file (served to staff who may view this)."""
+
+    model = Attachment
+    fields = readonly_fields = ("thumbnail", "name", "content_type", "size", "message", "created_at")
+    ordering = ("created_at",)
+
+    @admin.display(description=pgettext_lazy("attachment column", "file"))
+    def thumbnail(self, obj: Attachment) -> str:
+        url = reverse("toolcalling:attachment-content", kwargs={"pk": obj.pk})
+        if obj.is_image:
+            return format_html(
+                "<a href='{}' target='_blank' rel='noopener'><img src='{}' alt='{}' loading='lazy' "
+                "style='max-width:96px;max-height:96px;border-radius:4px'></a>", url, url, obj.name
+            )  # fmt: skip
+        return format_html("<a href='{}'>{}</a>", url, pgettext("attachment link", "Download"))
 
 
 class ToolCallInline(ReadOnlyInline):
@@ -80,7 +100,7 @@ class ConversationAdmin(admin.ModelAdmin):
         "created_at",
         "updated_at",
     ]
-    inlines = [MessageInline, ToolCallInline]
+    inlines = [MessageInline, AttachmentInline, ToolCallInline]
     list_select_related = ["user"]
 
     @admin.display(description=_("cost"), ordering="cost")

@@ -20,6 +20,8 @@ from .openapi_bodies import (
     EVENT_STREAM,
     JSON_RPC_ANSWER,
     JSON_RPC_MESSAGE,
+    MESSAGE_ATTACHMENT_ERRORS,
+    MESSAGE_BODIES,
     SERVER_SENT_EVENT,
     AnyToolCallSerializer,
     AssistantSerializer,
@@ -37,7 +39,6 @@ from .serializers import (
     ApprovalToolCallSerializer,
     ApproveInputSerializer,
     ConversationSerializer,
-    MessageInputSerializer,
     RejectInputSerializer,
 )
 from .throttling import DEFAULT_TURN_RATE
@@ -160,8 +161,10 @@ class MessageListViewSchema(ViewSchema):
                     400,
                     404,
                     409,
+                    413,
                     429,
                     503,
+                    e400=MESSAGE_ATTACHMENT_ERRORS,
                     e403="permission_denied: the user may not use this assistant (or is not signed in).",
                     e409="conversation_busy (a turn runs or calls await a decision), assistant_unavailable.",
                     e429=f"throttled (scope toolcalling_turn, default {DEFAULT_TURN_RATE}), usage_limit_exceeded.",
@@ -189,7 +192,7 @@ class MessageListViewSchema(ViewSchema):
                 description="Answers with the turn's new messages (201); with `Accept: text/event-stream` "
                 'streams its events (200); with `"background": true` a Celery worker runs it (202). Throttled '
                 f"by the scope `toolcalling_turn` (default {DEFAULT_TURN_RATE} per user).",
-                request=MessageInputSerializer,
+                request=MESSAGE_BODIES,
                 responses=post_responses,
             ),
         )

@@ -14,7 +14,7 @@ from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, e
 from rest_framework import serializers
 
 from ..models import Conversation, ToolCall
-from .serializers import ConversationStatusField, MessageSerializer, ToolCallSerializer
+from .serializers import ConversationStatusField, MessageInputSerializer, MessageSerializer, ToolCallSerializer
 
 # Statuses -----------------------------------------------------------------------------------------------
 
@@ -214,6 +214,34 @@ EVENT_STREAM = OpenApiResponse(
     "see the event table of docs/guides/streaming.md.",
 )
 
+# Attachments ----------------------------------------------------------------------------------------------
+
+TYPES_TEXT = "PNG, JPEG, GIF, WebP or PDF by default (TOOLCALLING['ATTACHMENTS']['TYPES']), decided by the bytes"
+
+
+@extend_schema_field({"type": "string", "format": "binary"})
+class UploadField(serializers.FileField):
+    """A file in a multipart body (drf-spectacular would describe a FileField by its URL, as it is read back)."""
+
+
+class AttachmentUploadSerializer(serializers.Serializer):
+    file = UploadField(help_text=f"The file: {TYPES_TEXT}; at most ATTACHMENTS['MAX_BYTES'].")
+
+
+class MessageMultipartSerializer(MessageInputSerializer):
+    """A message as a multipart body: its fields, and files uploaded with it."""
+
+    files = serializers.ListField(
+        child=UploadField(), required=False, help_text=f"Files this message carries: {TYPES_TEXT}."
+    )
+
+
+# A message's body: JSON with attachment ids, or multipart with the files themselves.
+MESSAGE_BODIES = {"application/json": MessageInputSerializer, "multipart/form-data": MessageMultipartSerializer}
+MESSAGE_ATTACHMENT_ERRORS = (
+    "unsupported_attachment, too_many_attachments, unknown_attachment (an id that is not the user's own unsent "
+    "upload), or invalid input; nothing of the message is stored."
+)
 # Errors -------------------------------------------------------------------------------------------------
 
 ERRORS: dict[int, OpenApiResponse] = {
@@ -225,6 +253,7 @@ ERRORS: dict[int, OpenApiResponse] = {
     403: OpenApiResponse(ErrorSerializer, description="permission_denied (or not signed in, with session auth)."),
     404: OpenApiResponse(ErrorSerializer, description="not_found: no such object of this user's."),
     409: OpenApiResponse(ErrorSerializer, description="A conflict; `code` says which."),
+    413: OpenApiResponse(ErrorSerializer, description="attachment_too_large: the file is over the limit."),
     429: OpenApiResponse(ErrorSerializer, description="throttled, usage_limit_exceeded (with Retry-After)."),
     501: OpenApiResponse(ErrorSerializer, description="Not implemented here."),
     503: OpenApiResponse(

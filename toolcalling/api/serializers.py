@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
@@ -11,7 +13,7 @@ from rest_framework import serializers
 from .. import approval
 from ..conf import toolcalling_settings
 from ..exceptions import NotRegistered
-from ..models import Conversation, Message, ToolCall
+from ..models import Attachment, Conversation, Message, ToolCall
 from ..toolkit import assistants, storable, tool_label, tools
 
 
@@ -105,8 +107,23 @@ class ApprovalToolCallSerializer(ToolCallSerializer):
         read_only_fields = fields
 
 
+class AttachmentSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField(help_text="Where its owner (and staff who may view it) reads the file.")
+
+    class Meta:
+        model = Attachment
+        fields = ["id", "name", "content_type", "size", "url"]
+        read_only_fields = fields
+
+    def get_url(self, attachment: Attachment) -> str:
+        return reverse("toolcalling:attachment-content", kwargs={"pk": attachment.pk})
+
+
 class MessageSerializer(serializers.ModelSerializer):
     tool_calls = ToolCallSerializer(many=True, read_only=True)
+    attachments = AttachmentSerializer(
+        many=True, read_only=True, source="sent_files", help_text="The files a user message carries."
+    )
 
     class Meta:
         model = Message
@@ -116,6 +133,7 @@ class MessageSerializer(serializers.ModelSerializer):
             "content",
             "tool_calls",
             "tool_call_id",
+            "attachments",
             "data",
             "model",
             "prompt_tokens",
@@ -175,9 +193,26 @@ class ConversationSerializer(serializers.ModelSerializer):
         return value
 
 
+class AttachmentIdsField(serializers.ListField):
+    """A list of upload ids; a wrong one is one flat error (DRF's list reports them by index, off its own
+    400 shape of a list of sentences per field)."""
+
+    child = serializers.UUIDField()
+
+    def run_child_validation(self, data: list[Any]) -> list[uuid.UUID]:
+        try:
+            return [uuid.UUID(str(item)) for item in data]
+        except ValueError:
+            raise serializers.ValidationError(_("Each attachment must be the id of an upload."))
+
+
 class MessageInputSerializer(serializers.Serializer):
     content = serializers.CharField(trim_whitespace=True, allow_blank=False)
     background = serializers.BooleanField(default=False, help_text="Run the turn on a Celery worker; answer 202.")
+    attachments = AttachmentIdsField(
+        required=False, default=list,
+        help_text="Ids of the user's own uploads (POST attachments/) this message carries.",
+    )  # fmt: skip
 
     def get_fields(self) -> dict[str, Any]:
         # The limit is a setting, read per request; as the field's max_length it is in the API schema too.

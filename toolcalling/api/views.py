@@ -26,6 +26,7 @@ from ..engine import Turn, stop_turn
 from ..exceptions import AssistantUnavailable, InvalidArguments, NothingWaiting, NotRegistered
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
+from .attachments import Uploads, message_attachments
 from .errors import ErrorResponses
 from .pagination import MessageCursorPagination
 from .serializers import (
@@ -104,7 +105,7 @@ def own_conversation(request: Request, pk: Any) -> Conversation:
 
 def messages_queryset(conversation: Conversation) -> QuerySet[Message]:
     return conversation.messages.order_by("id").prefetch_related(
-        Prefetch("tool_calls", queryset=ToolCall.objects.order_by("index"))
+        Prefetch("tool_calls", queryset=ToolCall.objects.order_by("index")), "attachments"
     )
 
 
@@ -124,7 +125,7 @@ def turn_for(request: Request, conversation: Conversation, *, stream: bool) -> T
     return Turn(assistant, conversation, user=request.user, stream=stream)
 
 
-class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView):
+class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.GenericAPIView):
     """``GET`` the history; ``POST {"content": ...}`` runs a turn and answers with the new messages.
 
     With ``Accept: text/event-stream`` the turn is streamed as server-sent events; with
@@ -159,7 +160,11 @@ class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView)
         data.is_valid(raise_exception=True)
         content = data.validated_data["content"]
         streamed = accepts_event_stream(request)
+        if data.validated_data["background"] and (data.validated_data["attachments"] or request.FILES):
+            raise ValidationError({"attachments": [_("A message with attachments cannot run in the background.")]})
         turn = turn_for(request, conversation, stream=streamed or data.validated_data["background"])
+        # after the assistant and the user's right to it are known: files are only stored for a turn that runs
+        turn.attachments = message_attachments(request, data.validated_data["attachments"], status=conversation.status)
         if data.validated_data["background"]:
             return start_background_turn(request, turn, content)
         if streamed:

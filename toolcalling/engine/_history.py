@@ -15,8 +15,9 @@ from typing import Any
 
 from django.db.models import Prefetch
 
+from ..attachments import with_parts
 from ..model_apis import REASONING_KEY
-from ..models import Conversation, Message, ToolCall
+from ..models import Attachment, Conversation, Message, ToolCall
 
 # What one row of a history read holds: the message, and one of its calls (all None when it has none).
 HISTORY_COLUMNS = (
@@ -84,7 +85,24 @@ def history_items(
             item.setdefault("tool_calls", []).append(call)
         elif role == Message.Role.ASSISTANT and item["content"] is None:
             item["content"] = ""
+    with_attachments(conversation, items)
     return items
+
+
+def with_attachments(conversation: Conversation, items: list[tuple[int, dict[str, Any]]]) -> None:
+    """Give the user messages among ``items`` their files as content parts: one query for all of them, by the
+    range of their ids (not an ``IN`` list, which grows with the history)."""
+    users = {message_id: item for message_id, item in items if item["role"] == Message.Role.USER}
+    if not users:
+        return
+    files: dict[int, list[Attachment]] = {}
+    stored = Attachment.objects.filter(
+        conversation_id=conversation.pk, message_id__gte=min(users), message_id__lte=max(users)
+    ).order_by("created_at", "id")
+    for attachment in stored:
+        files.setdefault(attachment.message_id, []).append(attachment)  # type: ignore[arg-type]
+    for message_id, carried in files.items():
+        users[message_id]["content"] = with_parts(users[message_id]["content"], carried)
 
 
 def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
@@ -103,6 +121,8 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
             elif item["content"] is None:
                 item["content"] = ""
             out.append(item)
+        elif message.role == Message.Role.USER:
+            out.append({"role": "user", "content": with_parts(message.content, message.attachments.all())})
         else:
             out.append({"role": message.role, "content": message.content})
     return out

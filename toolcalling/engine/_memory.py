@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from ..attachments import is_file_part, part_tokens
 from ._history import history_items
 
 if TYPE_CHECKING:
@@ -44,7 +45,12 @@ def final_only(turn: list[Item]) -> list[Item]:
 
 
 def size(item: Item) -> int:
-    """A rough token count (JSON characters / 4): close enough to keep a history under a budget."""
+    """A rough token count (JSON characters / 4, and an estimate per attached file rather than its base64):
+    close enough to keep a history under a budget."""
+    content = item.get("content")
+    if isinstance(content, list) and any(is_file_part(part) for part in content):
+        text = {**item, "content": [part for part in content if not is_file_part(part)]}
+        return len(json.dumps(text, ensure_ascii=False)) // 4 + sum(part_tokens(part) for part in content)
     return len(json.dumps(item, ensure_ascii=False)) // 4
 
 

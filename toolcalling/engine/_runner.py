@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied
 from pydantic import BaseModel
 
+from ..attachments import sendable
 from ..exceptions import ConversationBusy, NotRegistered, TurnError
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
@@ -81,10 +82,13 @@ def run_turn(
     *,
     output_type: type[BaseModel] | None = None,
     listeners: list[Listener] | None = None,
+    attachments: Sequence[Any] = (),
 ) -> TurnResult:
-    """Run one whole turn; errors are raised as in the API (``TurnError``, ``ConversationBusy``)."""
+    """Run one whole turn; errors are raised as in the API (``TurnError``, ``ConversationBusy``).
+    ``attachments``: the user's own unsent uploads (``Attachment`` rows or their ids) the message carries."""
     conversation = conversation_for(assistant, user, conversation)
-    turn = Turn(assistant, conversation, user=user, listeners=listeners, output_type=output_type)
+    files = sendable(user, [getattr(a, "pk", a) for a in attachments]) if attachments else []
+    turn = Turn(assistant, conversation, user=user, listeners=listeners, output_type=output_type, attachments=files)
     messages = turn.run(content)
     return TurnResult(conversation=conversation, messages=messages, output=turn.output_value, stopped=turn.view.stopped)
 

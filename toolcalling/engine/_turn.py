@@ -14,18 +14,19 @@ before the next model call or tool call; the loop then ends the turn ``stopped``
 from __future__ import annotations
 
 import uuid
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.utils.translation import gettext as _
 from pydantic import BaseModel
 
+from ..attachments import attach
 from ..conf import toolcalling_settings
 from ..exceptions import ConversationBusy, ModelCallLimitExceeded, OutputValidationError
 from ..hooks import ModelRequest, TurnView
 from ..model_apis import ModelAPI, ModelReply, get_model_api
-from ..models import Conversation, Message, ToolCall
+from ..models import Attachment, Conversation, Message, ToolCall
 from ..toolkit import SEARCH_TOOL_NAME, Tool, ToolSearch, check_extras, search_enabled, with_extras
 from ..usage import Meter, Pricing
 from ..usage import Usage as Counts
@@ -59,8 +60,10 @@ class Turn(TurnEnding):
         stream: bool = False,
         output_type: type[BaseModel] | None = None,
         token: uuid.UUID | None = None,
+        attachments: Sequence[Attachment] = (),
     ) -> None:
         self.assistant = assistant
+        self.attachments = attachments  # the uploads the new user message carries
         self.conversation = conversation
         self.client = client or get_model_api(assistant)
         user = user if user is not None else conversation.user
@@ -183,6 +186,7 @@ class Turn(TurnEnding):
                 opening = None
                 if content is not None:  # the claim just made is the fence of this write
                     opening = storage.add_message(conv, Message.Role.USER, content)
+                    attach(opening, self.attachments)
                     self.ledger.set_title_if_empty(" ".join(content.split())[:80])
                 if reserve and self.meter.urgent:  # the turn, and the message with it, only if a limit has room
                     self.ledger.count_usage(reserve=True, status=before[0])
@@ -252,7 +256,9 @@ class Turn(TurnEnding):
         if content is not None:
             if not self.turn_counted and not self.meter.urgent:  # else the claim counted it (see ``claim``)
                 self.meter.add(turns=1)  # stored with the turn's end
-            self.record(self.ledger.add_message(Message.Role.USER, content))
+            message = self.ledger.add_message(Message.Role.USER, content)
+            attach(message, self.attachments)
+            self.record(message)
             self.ledger.set_title_if_empty(" ".join(content.split())[:80])
         self.observers.turn_started()
         for hook in self.hooks:

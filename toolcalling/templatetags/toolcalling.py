@@ -8,6 +8,7 @@ from django import template
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from ..conf import toolcalling_settings
 from ..exceptions import NotRegistered
@@ -32,6 +33,7 @@ def toolcalling_chat(
         raise ImproperlyConfigured(f"{{% toolcalling_chat {assistant_id!r} %}}: {exc}") from exc
     request = context.get("request")
     user = getattr(request, "user", None)
+    files = toolcalling_settings.ATTACHMENTS
     return {
         "assistant": assistant,
         "allowed": user is not None and user.is_authenticated and assistant.has_permission(user),
@@ -43,6 +45,10 @@ def toolcalling_chat(
         "element_id": f"toolcalling-chat-{assistant.id}",
         "texts_id": f"toolcalling-chat-{assistant.id}-texts",
         "max_length": toolcalling_settings.MAX_MESSAGE_LENGTH,
+        "attachments_url": reverse("toolcalling:attachment-list"),
+        "attachment_max_bytes": files["MAX_BYTES"],
+        "attachment_max_files": files["MAX_PER_MESSAGE"],
+        "attachment_accept": ",".join(files["TYPES"]),
     }
 
 
@@ -93,4 +99,12 @@ def chat_texts() -> dict[str, str]:
         # The name a Confirm or Decline button has for screen readers: "Confirm: Cancel an order (order no: 7)".
         "choiceLabel": _("%(choice)s: %(call)s"),
         "previewFailed": _("The preview failed: %(error)s"),
+        # Attachments (attach.js).
+        "attachments": pgettext("files of a message", "Attachments"),
+        "uploading": _("Uploading %(name)s"),
+        "removeFile": _("Remove %(name)s"),
+        "waitingForUploads": _("Waiting for the files to finish uploading…"),
+        "fileRefused": _("%(name)s was not attached: %(reason)s"),
+        "fileTooLarge": _("%(name)s was not attached: it is larger than %(limit)s."),
+        "tooManyFiles": _("A message may carry at most %(limit)s files."),
     }

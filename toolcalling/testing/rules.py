@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import rules_files as files
 from . import rules_options as options
 from .rules_options import TOOL_NAME_RE
 from .rules_responses import is_reasoning_model
@@ -225,6 +226,10 @@ def _validate_content_part(path: str, part: object, part_types: tuple[str, ...],
             errors.append(bad_type(f"{path}.{part_type}", "an object", part[part_type]))
         elif part_type == "image_url" and not isinstance(part[part_type].get("url"), str):
             errors.append(missing(f"{path}.image_url.url"))
+        elif part_type == "image_url":
+            errors.extend(files.image_url_errors(f"{path}.image_url.url", part[part_type]["url"]))
+        elif part_type == "file":
+            errors.extend(files.file_data_errors(f"{path}.file.file_data", part[part_type].get("file_data")))
     for key in part:
         if key not in ("type", part_type):
             errors.append(unknown(f"{path}.{key}"))

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import rules_files as files
 from .rules_anthropic_options import (
     extra,
     required,
@@ -204,6 +205,10 @@ def _blocks(path: str, content: object, allowed: tuple[str, ...], errors: list[s
                     errors.append(required(f"{where}.{key}"))
         elif kind == "redacted_thinking" and not isinstance(block.get("data"), str):
             errors.append(required(f"{where}.data"))
+        elif kind == "image":
+            errors.extend(files.source_errors(f"{where}.image", block.get("source"), files.IMAGE_TYPES))
+        elif kind == "document":
+            errors.extend(files.source_errors(f"{where}.document", block.get("source"), files.DOCUMENT_TYPES))
         blocks.append(block)
     return blocks
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import rules_files as files
 from .rules_options import _valid_name, _validate_schema_root
 from .wording import bad_type, bad_value, missing, type_name, unknown
 
@@ -270,6 +271,12 @@ def _validate_message(path: str, item: Mapping[str, Any], errors: list[str]) -> 
         kind = part.get("type") if isinstance(part, Mapping) else None
         if kind not in allowed:
             errors.append(bad_value(f"{path}.content[{m}].type", kind, allowed))
+        elif kind == "input_image":
+            url = part.get("image_url")
+            where = f"{path}.content[{m}].image_url"
+            errors.extend(files.image_url_errors(where, url) if isinstance(url, str) else [missing(where)])
+        elif kind == "input_file":
+            errors.extend(files.file_data_errors(f"{path}.content[{m}].file_data", part.get("file_data")))
 
 
 def _validate_reasoning(path: str, item: Mapping[str, Any], issued: Issued, stateless: bool, errors: list[str]) -> None:

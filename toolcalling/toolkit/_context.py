@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
     from pydantic import BaseModel
 
+    from ..attachments import AttachedFile
     from ..models import Conversation, ToolCall
     from ._tool import Tool
 
@@ -60,6 +61,14 @@ class ToolContext:
     """The stored call being run (set just before the tool function is called)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """What the site adds through ``Assistant.get_context_extra()``, e.g. a tenant id."""
+
+    @property
+    def attachments(self) -> list[AttachedFile]:
+        """The files the conversation's messages carry, oldest first, each with ``name``, ``content_type``,
+        ``size`` and ``open()``; read when asked for, so a tool that never looks costs no query."""
+        from ..attachments import conversation_files  # reads models, which ``import toolcalling`` must not load
+
+        return conversation_files(self.conversation)
 
 
 @runtime_checkable

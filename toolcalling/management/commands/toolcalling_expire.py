@@ -8,13 +8,15 @@ from django.core.management.base import BaseCommand
 from django.utils.translation import gettext as _
 
 from toolcalling import approval
+from toolcalling.attachments import sweep_unattached
 
 
 class Command(BaseCommand):
     help = (
         "Expire tool calls that waited longer than TOOLCALLING['APPROVAL_TIMEOUT'] for a decision (the model is "
         "told and the conversation goes on), fail approved calls left running by a stopped worker, and queue "
-        "again the continuations of conversations whose calls are all decided."
+        "again the continuations of conversations whose calls are all decided; delete uploads no message took "
+        "within TOOLCALLING['ATTACHMENTS']['UNATTACHED_MAX_AGE']."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -28,6 +30,9 @@ class Command(BaseCommand):
             self.stdout.write(_("failed #%(id)s %(name)s: the worker stopped while running this call") % stopped)
         for conversation in resumed:
             self.stdout.write(_("continued conversation %(id)s") % {"id": conversation.pk})
+        swept = sweep_unattached()
+        if swept:
+            self.stdout.write(_("deleted %(count)d unsent attachments") % {"count": swept})
         self.stdout.write(
             self.style.SUCCESS(
                 _("%(expired)d expired, %(failed)d failed, %(continued)d continued.")

@@ -7,6 +7,7 @@
   const STREAM = "text/event-stream";
   const readEvents = window.toolcallingReadEvents; // from sse.js, loaded first
   const confirm = window.toolcallingConfirm; // from confirm.js: the user's own Confirm / Decline
+  const attach = window.toolcallingAttach; // from attach.js: files picked, pasted or dropped
   const RECONNECT_MAX_MS = 10000;
   // Turn errors whose detail may quote a tool's exception or the model endpoint: end users get a neutral sentence.
   const TURN_ERRORS = new Set([
@@ -79,6 +80,7 @@
       this.offline = false; // the server could not be reached; a probe runs until it can
       this.stopRequested = false; // Stop was pressed; the turn ends at its next step
       this.sendLabel = this.els.send.textContent;
+      this.tray = root.querySelector(".tc-attach") ? new attach.Tray(this) : null;
       this.wire();
     }
 
@@ -284,6 +286,8 @@
       if (message.id) item.dataset.id = message.id;
       item.append(el("span", "tc-who", this.t(message.role === "user" ? "you" : "assistant")));
       item.append(el("span", "tc-text", message.content || ""));
+      const files = attach.render(message.attachments, this.texts);
+      if (files) item.append(files);
       if (calls.length) {
         const list = el("ul", "tc-calls");
         list.setAttribute("aria-label", this.t("toolsUsed"));
@@ -437,15 +441,19 @@
       let mine = null;
       let accepted = false;
       try {
+        if (this.tray && this.tray.busy()) this.activity(this.t("waitingForUploads"));
+        const files = this.tray ? await this.tray.uploaded() : [];
+        const attachments = files.map((file) => file.id);
         if (!this.current) await this.create();
         const id = this.current;
-        mine = this.addMessage({ role: "user", content });
+        mine = this.addMessage({ role: "user", content, attachments: files });
         if (mine) mine.classList.add("tc-pending");
         this.activity(this.t("thinking"));
-        const response = await this.request("POST", this.url(id, "messages/"), { content }, STREAM);
-        // The server took the message: only now does the text leave the box.
+        const response = await this.request("POST", this.url(id, "messages/"), { content, attachments }, STREAM);
+        // The server took the message: only now do the text and the files leave the box.
         accepted = true;
         if (this.els.input.value.trim() === content) this.els.input.value = "";
+        if (this.tray) this.tray.clear();
         this.updateCounter();
         await readEvents(
           response,

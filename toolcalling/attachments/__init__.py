@@ -1,0 +1,38 @@
+"""Attachments: images and PDFs users send with a message, checked by their bytes, kept in the site's storage
+under generated names, shown to the model as content parts and to tools as ``ctx.attachments``."""
+
+from ._files import AttachedFile, conversation_files, may_read
+from ._linking import attach, sendable
+from ._parts import file_part, is_file_part, part_tokens, with_parts
+from ._sniffing import sniff
+from ._storing import (
+    AttachmentUploadHandler,
+    attachment_settings,
+    attachment_storage,
+    check,
+    human_size,
+    shown_name,
+    store,
+)
+from ._sweeping import sweep_unattached
+
+__all__ = [
+    "AttachedFile",
+    "AttachmentUploadHandler",
+    "attach",
+    "attachment_settings",
+    "attachment_storage",
+    "check",
+    "conversation_files",
+    "file_part",
+    "human_size",
+    "is_file_part",
+    "may_read",
+    "part_tokens",
+    "shown_name",
+    "sendable",
+    "sniff",
+    "store",
+    "sweep_unattached",
+    "with_parts",
+]

@@ -1,0 +1,44 @@
+"""Joining uploads to the user message that carries them: only the sender's own uploads no message took yet."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.utils.translation import gettext as _
+
+from ..exceptions import TooManyAttachments, UnknownAttachment
+from ..models import Attachment, Message
+from ._storing import attachment_settings
+
+
+def sendable(user: Any, ids: Sequence[Any], *, more: int = 0, status: str | None = None) -> list[Attachment]:
+    """The uploads ``ids`` names, in that order, if each is ``user``'s own and not yet sent; else the error.
+    ``more``: files the message brings besides, counted against ``MAX_PER_MESSAGE`` too.
+
+    Another user's id is refused like a missing one, so ids tell nobody which uploads exist."""
+    limit = attachment_settings()["MAX_PER_MESSAGE"]
+    unique = list(dict.fromkeys(str(i) for i in ids))
+    if len(unique) + more > limit:
+        raise TooManyAttachments(
+            _("A message may carry at most %(limit)d attachments.") % {"limit": limit}, status=status
+        )
+    found = {str(a.pk): a for a in Attachment.objects.filter(pk__in=unique, user=user, message__isnull=True)}
+    if len(found) != len(unique):
+        raise UnknownAttachment(status=status)
+    return [found[i] for i in unique]
+
+
+def attach(message: Message, attachments: Sequence[Attachment]) -> None:
+    """Give the uploads to ``message`` (inside the transaction that stores it): a conditional update, so an
+    upload a parallel message took meanwhile fails this one (``UnknownAttachment``, the message rolled back)."""
+    if not attachments:
+        return
+    conversation = message.conversation
+    taken = Attachment.objects.filter(
+        pk__in=[a.pk for a in attachments], user_id=conversation.user_id, message__isnull=True
+    ).update(message=message, conversation=conversation)
+    if taken != len(attachments):
+        raise UnknownAttachment(status=conversation.status)
+    for attachment in attachments:
+        attachment.message, attachment.conversation = message, conversation
