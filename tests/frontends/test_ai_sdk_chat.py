@@ -1,10 +1,14 @@
 """The AI SDK's own chat client (AbstractChat + DefaultChatTransport, run by node) against the live site: text,
 tool parts, errors, regeneration and another user's conversation. Every chunk passed the SDK's own schema."""
 
+import base64
+
 import httpx2
 import pytest
 
-from toolcalling.models import Conversation, Message, ToolCall
+from tests.attachments import files
+from tests.attachments.test_model_parts import FILE_PARTS, part_bytes, user_contents
+from toolcalling.models import Attachment, Conversation, Message, ToolCall
 
 from .conftest import chunk_types, parts
 
@@ -141,3 +145,48 @@ def test_a_failing_tool_is_an_output_error_and_a_direct_result_is_text(chat, mod
     assert parts(direct, "text")[-1]["text"] == "DIRECT: Straight from the tool."
     assert Message.objects.filter(conversation=conv).order_by("id").last().content == "DIRECT: Straight from the tool."
     model.assert_done()
+
+
+def data_url(content: bytes, media_type: str) -> str:
+    return f"data:{media_type};base64," + base64.b64encode(content).decode()
+
+
+@pytest.mark.each_api
+def test_files_the_user_picks_become_the_messages_attachments_and_reach_the_model(chat, model, model_api, conv):
+    model.reply("A tiny picture and an invoice.")
+    picked = [
+        {"type": "file", "mediaType": "image/png", "filename": "dot.png", "url": data_url(files.PNG, "image/png")},
+        {"type": "file", "mediaType": "application/pdf", "filename": "invoice.pdf",
+         "url": data_url(files.PDF, "application/pdf")},
+    ]  # fmt: skip
+    reply = chat(conv)("send", text="What are these?", files=picked)
+
+    assert reply["status"] == "ready" and reply["error"] is None, reply
+    question = Message.objects.get(conversation=conv, role="user")
+    stored = list(Attachment.objects.filter(message=question).order_by("created_at", "id"))
+    assert [(a.name, a.content_type, a.size) for a in stored] == [
+        ("dot.png", "image/png", len(files.PNG)),
+        ("invoice.pdf", "application/pdf", len(files.PDF)),
+    ]
+    model.assert_done()  # the strict server decoded each part and found the type it claims
+    (content,) = user_contents(model.requests[0], model_api)
+    assert [part["type"] for part in content][1:] == list(FILE_PARTS[model_api])
+    assert [part_bytes(part, model_api) for part in content[1:]] == [files.PNG, files.PDF]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/secret.png",  # never fetched by the server
+        data_url(files.SVG, "image/png"),  # a script in an SVG, whatever the part claims
+        "data:image/png;base64,not base64!",
+    ],
+)
+def test_a_file_part_the_app_refuses_stores_nothing_and_tells_the_chat(chat, model, conv, url):
+    part = {"type": "file", "mediaType": "image/png", "filename": "x.png", "url": url}
+    reply = chat(conv)("send", text="Look", files=[part])
+
+    assert reply["status"] == "error" and "unsupported_attachment" in reply["error"], reply
+    assert not Message.objects.filter(conversation=conv).exists()
+    assert not Attachment.objects.exists()
+    assert model.requests == []

@@ -13,6 +13,7 @@ from ._storing import (
     human_size,
     shown_name,
     store,
+    too_large_text,
 )
 from ._sweeping import sweep_unattached
 
@@ -29,10 +30,11 @@ __all__ = [
     "is_file_part",
     "may_read",
     "part_tokens",
-    "shown_name",
     "sendable",
+    "shown_name",
     "sniff",
     "store",
     "sweep_unattached",
+    "too_large_text",
     "with_parts",
 ]

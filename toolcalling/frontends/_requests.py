@@ -6,15 +6,20 @@ Only the last message of the body is read: the history comes from the database, 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import Http404
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 from .. import approval, streaming
-from ..exceptions import AlreadyDecided
+from ..attachments import attachment_settings, too_large_text
+from ..exceptions import AlreadyDecided, AttachmentTooLarge, UnsupportedAttachment
 from ..models import Conversation, Message, ToolCall
 
 SUBMIT = "submit-message"
@@ -53,6 +58,7 @@ class ChatRequest:
     """What the request asks for: ``content`` to post (a new message, or the last one again), or ``answers``."""
 
     content: str | None = None
+    files: list[SimpleUploadedFile] = field(default_factory=list)  # the new message's file parts, decoded
     answers: list[Answer] = field(default_factory=list)
     shown: list[str] = field(default_factory=list)  # tool call ids (the model's) the client's last message shows
     background: bool = False
@@ -81,7 +87,8 @@ def read_request(data: dict[str, Any], conversation: Conversation) -> ChatReques
     parts = [p for p in last_message.get("parts") or [] if isinstance(p, dict)]
     if last_message.get("role") != "assistant":
         text = "\n\n".join(str(p.get("text") or "") for p in parts if p.get("type") == "text")
-        return ChatRequest(content=text, background=background)
+        files = [decoded(p) for p in parts if p.get("type") == "file"]
+        return ChatRequest(content=text, files=files, background=background)
     request = ChatRequest(background=background)
     for part in parts:
         if not str(part.get("type", "")).startswith(("tool-", "dynamic-tool")):
@@ -99,6 +106,24 @@ def read_request(data: dict[str, Any], conversation: Conversation) -> ChatReques
                 )  # fmt: skip
             )
     return request
+
+
+def decoded(part: dict[str, Any]) -> SimpleUploadedFile:
+    """A file part's bytes: the SDK sends a file the user picked as a ``data:`` URL. A URL elsewhere is refused,
+    never fetched (the server would be asked to read what the browser names); its size is known before decoding."""
+    url = part.get("url")
+    head, _comma, data = url.partition(",") if isinstance(url, str) else ("", "", "")
+    if not head.startswith("data:") or not head.endswith(";base64"):
+        raise UnsupportedAttachment(_("A file must come as a data: URL (or be uploaded with POST attachments/)."))
+    limit = attachment_settings()["MAX_BYTES"]
+    if len(data) * 3 // 4 > limit + 2:  # base64 carries 3 bytes in 4 characters; padding is at most 2 more
+        raise AttachmentTooLarge(too_large_text(limit))
+    try:
+        content = base64.b64decode(data, validate=True)
+    except binascii.Error:
+        raise UnsupportedAttachment(_("A file's data: URL is not valid base64."))
+    filename = part.get("filename")
+    return SimpleUploadedFile(filename if isinstance(filename, str) else "", content)
 
 
 def apply_answers(conversation: Conversation, user: Any, answers: list[Answer]) -> list[ToolCall]:

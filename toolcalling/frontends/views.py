@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse, HttpResponseBase
+from django.utils.translation import gettext as _
+from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -21,6 +23,7 @@ from ..api.serializers import MessageInputSerializer
 from ..api.streams import EventStreamMixin, is_asgi, queue_turn, stream_turn
 from ..api.throttling import TurnRateThrottle
 from ..api.views import turn_for
+from ..attachments import sendable, store
 from . import _ag_ui as ag_ui
 from ._ai_sdk import HEADER, VERSION, UIMessageStream
 from ._requests import ChatRequestSerializer, apply_answers, conversation_of, moving, read_request, turn_start
@@ -76,6 +79,13 @@ class AISDKChatView(ErrorResponses, EventStreamMixin, TurnThrottled, APIView):
         message.is_valid(raise_exception=True)
         content = message.validated_data["content"]
         turn = turn_for(request, conversation, stream=True)
+        if (
+            wanted.files
+        ):  # stored once the assistant and the user's right to it are known, as the messages endpoint does
+            if wanted.background:
+                raise ValidationError({"attachments": [_("A message with attachments cannot run in the background.")]})
+            sendable(request.user, [], more=len(wanted.files), status=conversation.status)  # the count first
+            turn.attachments = [store(upload, request.user) for upload in wanted.files]
         if wanted.background:
             after = queue_turn(turn, content)
             return _follow(conversation.pk, after, UIMessageStream(conversation.pk), request)

@@ -93,8 +93,8 @@ const commands = {
     });
     return { id: chat.id };
   },
-  async send({ text }) {
-    await chat.sendMessage({ text });
+  async send({ text, files }) {
+    await chat.sendMessage(files ? { text, files } : { text });
     return state();
   },
   async answer({ approvalId, approved, reason }) {
