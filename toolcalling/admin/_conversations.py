@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.html import format_html
-from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from ..conf import toolcalling_settings
 from ..models import Conversation, Message, ToolCall
@@ -26,7 +26,7 @@ def money(cost: Decimal | None, unpriced: int = 0) -> str:
     """A cost as staff read it: in the site's currency, with the answers it leaves out (never a bare zero)."""
     shown = "—" if cost is None else f"{cost.normalize():f} {toolcalling_settings.CURRENCY}"
     if unpriced:
-        return _("%(cost)s (+%(count)d unpriced)") % {"cost": shown, "count": unpriced}
+        return pgettext_lazy("toolcalling admin", "%(cost)s (+%(count)d unpriced)") % {"cost": shown, "count": unpriced}
     return shown
 
 
@@ -52,7 +52,7 @@ class ToolCallInline(ReadOnlyInline):
     fields = readonly_fields = ("name", "status", "arguments_display", "result", "error", "duration_ms")
     show_change_link = True
 
-    @admin.display(description=_("arguments"))
+    @admin.display(description=pgettext_lazy("toolcalling admin", "arguments"))
     def arguments_display(self, obj: ToolCall) -> str:
         return pretty_json(obj.arguments)
 
@@ -83,7 +83,7 @@ class ConversationAdmin(admin.ModelAdmin):
     inlines = [MessageInline, ToolCallInline]
     list_select_related = ["user"]
 
-    @admin.display(description=_("cost"), ordering="cost")
+    @admin.display(description=pgettext_lazy("toolcalling admin", "cost"), ordering="cost")
     def cost_display(self, obj: Conversation) -> str:
         return money(obj.cost, obj.unpriced_replies)
 
@@ -106,7 +106,7 @@ class MessageAdmin(admin.ModelAdmin):
     search_fields = ["content"]
     list_select_related = ["conversation"]
 
-    @admin.display(description=_("content"))
+    @admin.display(description=pgettext_lazy("toolcalling admin", "content"))
     def short_content(self, obj: Message) -> str:
         return obj.content[:80]
 

@@ -8,6 +8,7 @@ from django import template
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from ..conf import toolcalling_settings
 from ..exceptions import NotRegistered
@@ -38,7 +39,8 @@ def toolcalling_chat(
         "api_url": reverse("toolcalling:conversation-list"),
         "tool_calls_url": reverse("toolcalling:toolcall-list"),
         "texts": chat_texts(),
-        "placeholder": placeholder or _("Message %(assistant)s") % {"assistant": assistant.name},
+        "placeholder": placeholder
+        or pgettext("toolcalling chat", "Message %(assistant)s") % {"assistant": assistant.name},
         "examples": [e.strip() for e in examples.split("|") if e.strip()],
         "element_id": f"toolcalling-chat-{assistant.id}",
         "texts_id": f"toolcalling-chat-{assistant.id}-texts",
@@ -50,21 +52,21 @@ def chat_texts() -> dict[str, str]:
     """Every sentence chat.js and confirm.js may show, translated here (``%(name)s`` placeholders are filled in
     by the script)."""
     return {
-        "you": _("You: "),
-        "assistant": _("Assistant: "),
-        "untitled": _("New conversation"),
-        "toolsUsed": _("Tools used"),
-        "thinking": _("Thinking…"),
-        "using": _("Using: %(tool)s…"),
-        "toolStatus": _("%(tool)s: %(status)s"),
+        "you": pgettext("toolcalling chat", "You: "),
+        "assistant": pgettext("toolcalling chat", "Assistant: "),
+        "untitled": pgettext("toolcalling chat", "New conversation"),
+        "toolsUsed": pgettext("toolcalling chat", "Tools used"),
+        "thinking": pgettext("toolcalling chat", "Thinking…"),
+        "using": pgettext("toolcalling chat", "Using: %(tool)s…"),
+        "toolStatus": pgettext("toolcalling chat", "%(tool)s: %(status)s"),
         # How a call went, in words for the people the assistant serves.
-        "status.running": _("running"),
-        "status.succeeded": _("done"),
-        "status.failed": _("did not work"),
-        "status.awaiting_approval": _("waiting for approval"),
-        "status.approved": _("approved"),
-        "status.rejected": _("declined"),
-        "status.cancelled": _("withdrawn"),
+        "status.running": pgettext("toolcalling chat", "running"),
+        "status.succeeded": pgettext("toolcalling chat", "done"),
+        "status.failed": pgettext("toolcalling chat", "did not work"),
+        "status.awaiting_approval": pgettext("toolcalling chat", "waiting for approval"),
+        "status.approved": pgettext("toolcalling chat", "approved"),
+        "status.rejected": pgettext("toolcalling chat", "declined"),
+        "status.cancelled": pgettext("toolcalling chat", "withdrawn"),
         "status.expired": _("not decided in time"),
         "withdrawn": _("The request was withdrawn."),
         "turnFailed": _("The assistant could not finish this answer. You can send your message again."),
@@ -85,12 +87,12 @@ def chat_texts() -> dict[str, str]:
         "userText": _("Confirm or decline before it runs:"),
         "approvedByStaff": _("A staff member approved it; it is running now:"),
         "approvedByUser": _("You confirmed it; it is running now:"),
-        "decided": _("%(name)s was %(status)s."),
-        "confirm": _("Confirm"),
-        "decline": _("Decline"),
-        "confirmed": _("Confirmed."),
-        "declined": _("Declined."),
+        "decided": pgettext("toolcalling chat", "%(name)s was %(status)s."),
+        "confirm": pgettext("toolcalling chat", "Confirm"),
+        "decline": pgettext("toolcalling chat", "Decline"),
+        "confirmed": pgettext("toolcalling chat", "Confirmed."),
+        "declined": pgettext("toolcalling chat", "Declined."),
         # The name a Confirm or Decline button has for screen readers: "Confirm: Cancel an order (order no: 7)".
-        "choiceLabel": _("%(choice)s: %(call)s"),
+        "choiceLabel": pgettext("toolcalling chat", "%(choice)s: %(call)s"),
         "previewFailed": _("The preview failed: %(error)s"),
     }
