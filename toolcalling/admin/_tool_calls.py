@@ -28,6 +28,7 @@ from ..toolkit import nested_too_deeply, storable
 from ._actions import approve_selected, reject_selected
 from ._conversations import pretty_json
 from ._desk import count_waiting_in_app_list, desk_context, report_approved
+from ._desk_list import decide_row, list_display
 from ._stats import tool_stats
 
 if TYPE_CHECKING:
@@ -205,6 +206,10 @@ class ToolCallAdmin(admin.ModelAdmin):
 
     # The list -------------------------------------------------------------------------------------------
 
+    def get_list_display(self, request: HttpRequest) -> list[Any]:
+        deciding = on_desk(request) or request.GET.get("status") == ToolCall.Status.AWAITING_APPROVAL
+        return list_display(self, request, deciding=deciding)
+
     def get_ordering(self, request: HttpRequest) -> tuple[str, ...]:
         # The desk serves the longest-waiting call first; the other views show the latest calls first.
         waiting = on_desk(request) or request.GET.get("status") == ToolCall.Status.AWAITING_APPROVAL
@@ -315,7 +320,15 @@ class ToolCallAdmin(admin.ModelAdmin):
 
     def get_urls(self) -> list[URLPattern]:
         stats = path("stats/", self.admin_site.admin_view(self.stats_view), name="toolcalling_toolcall_stats")
-        return [stats, *super().get_urls()]
+        decide = path(
+            "<path:object_id>/decide/",
+            self.admin_site.admin_view(self.decide_row_view),
+            name="toolcalling_toolcall_decide",
+        )
+        return [stats, decide, *super().get_urls()]
+
+    def decide_row_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return decide_row(self, request, object_id)
 
     def stats_view(self, request: HttpRequest) -> HttpResponse:
         """Per tool: calls, failures, failure rate and mean duration, from one aggregate query."""
