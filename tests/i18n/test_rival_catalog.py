@@ -61,6 +61,17 @@ def test_the_desk_keeps_its_own_words_after_a_rival_app(language, rival_first, a
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
+def test_every_change_page_of_the_app_keeps_its_history_link(language, rival_first, admin_client, desk):
+    conversation = desk["waiting"].conversation
+    with override_settings(LANGUAGE_CODE=language):
+        page = admin_client.get(f"/admin/toolcalling/conversation/{conversation.pk}/change/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert ours(language, "toolcalling admin", "History") in html
+    assert rival_words(language)["History"] not in html
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
 def test_the_chat_page_and_the_models_keep_their_words_after_a_rival_app(language, rival_first, alice):
     rivals = rival_words(language)
     with override_settings(LANGUAGE_CODE=language), translation.override(language):
