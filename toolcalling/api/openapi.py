@@ -99,7 +99,7 @@ class ConversationViewSetSchema(OpenApiViewExtension):
                 summary="The user's conversations",
                 description="Newest activity first; paginated as the site's DRF settings say.",
                 parameters=[ASSISTANT_PARAMETER, ORIGIN_PARAMETER],
-                responses={200: ConversationSerializer, **errors()},
+                responses={200: ConversationSerializer, **errors(400)},
             ),
             create=extend_schema(
                 summary="Start a conversation",
