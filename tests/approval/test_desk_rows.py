@@ -37,7 +37,7 @@ def test_each_row_shows_arguments_and_preview_as_labelled_lines_and_its_buttons(
     first, second = two_waiting
     html = logged_in(approver).get(CHANGELIST).content.decode()
     row = row_of(html, first)
-    assert '<dl class="tc-facts"><dt>name</dt><dd>orders</dd><dt>by</dt><dd>2</dd></dl>' in row
+    assert '<dl class="tc-facts"><dt>by</dt><dd>2</dd><dt>name</dt><dd>orders</dd></dl>' in row  # by name
     assert '<td class="field-preview"><dl class="tc-facts">' in row  # the counter as it is now, by key
     assert f'formaction="{decide_url(first)}"' in row and 'name="_approve"' in row and 'name="_reject"' in row
     assert 'class="column-decided_by' not in html  # nobody decided a waiting call: the column is left out here

@@ -55,11 +55,10 @@ def list_display(modeladmin: ToolCallAdmin, request: HttpRequest, *, deciding: b
 
 @admin.display(description=pgettext_lazy("toolcalling admin", "arguments"))
 def arguments(call: ToolCall) -> str:
-    return (
-        facts(call.arguments)
-        if isinstance(call.arguments, dict)
-        else format_html("<code>{}</code>", short(call.arguments))
-    )
+    if not isinstance(call.arguments, dict):
+        return format_html("<code>{}</code>", short(call.arguments))
+    # By name, as the change form shows them: PostgreSQL's jsonb keeps no order of its own.
+    return facts(dict(sorted(call.arguments.items())))
 
 
 def preview_cell(found: approval.Preview | None) -> str:
