@@ -4,6 +4,8 @@ import os
 from importlib.util import find_spec
 from pathlib import Path
 
+from demo_site import languages
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 VAR_DIR.mkdir(exist_ok=True)
@@ -23,7 +25,11 @@ ALLOWED_HOSTS = (
 
 USE_TZ = True
 TIME_ZONE = "UTC"
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+# German and Korean as the app ships them; the page's switcher, `LANG=ko make demo` or the browser picks one.
+LANGUAGES = languages.LANGUAGES
+DEMO_LANGUAGE = languages.started_in()
+LOCALE_PATHS = [BASE_DIR / "demo_site" / "locale"]  # the demo's own words (its pages' headers and sign-in)
 ROOT_URLCONF = "demo_site.urls"
 WSGI_APPLICATION = "demo_site.wsgi.application"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -47,6 +53,7 @@ if DEMO_OPENAPI:
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "demo_site.languages.DemoLocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",

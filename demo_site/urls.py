@@ -1,4 +1,4 @@
-"""URLs of the demo site: the chat page, sign-in, the admin, the toolcalling API and its OpenAPI schema."""
+"""URLs of the demo site: the chat page, sign-in, the admin, the toolcalling API, its schema, the language switch."""
 
 from django.conf import settings
 from django.contrib import admin
@@ -14,6 +14,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/toolcalling/", include("toolcalling.urls")),
+    path("i18n/", include("django.conf.urls.i18n")),  # set_language: the language switcher in the header
 ]
 
 if settings.DEMO_OPENAPI:

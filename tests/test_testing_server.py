@@ -508,7 +508,7 @@ def test_offline_model_reports_tool_errors_and_is_deterministic() -> None:
     }
     failed = tool_result(call["id"], json.dumps({"error": "Order not found"}))
     answer = offline({"model": "m", "messages": [question, {"role": "assistant", "tool_calls": [call]}, failed]})
-    assert answer.content == "get_order_status failed: Order not found"
+    assert answer.content == "Get order status did not work: Order not found."
 
 
 def test_offline_model_answers_as_offline_and_words_tool_errors_neutrally(offline: openai.OpenAI) -> None:

@@ -1,14 +1,14 @@
 """App configs: the simple one registers checks; the default one also autodiscovers tools and assistants."""
 
 from django.apps import AppConfig
-from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class SimpleToolcallingConfig(AppConfig):
     """Use ``toolcalling.apps.SimpleToolcallingConfig`` to register tools and assistants by hand."""
 
     name = "toolcalling"
-    verbose_name = _("Tool calling")
+    verbose_name = pgettext_lazy("toolcalling", "Tool calling")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from ._url_checks import check_urls_reachable  # noqa: F401 - registers the URLs check (toolcalling.W008)
 
@@ -23,7 +24,9 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     try:
         ToolcallingSettings().user_settings  # noqa: B018 - reading validates
     except ImproperlyConfigured as exc:
-        errors.append(checks.Error(str(exc), hint=_("Fix settings.TOOLCALLING."), id="toolcalling.E001"))
+        errors.append(
+            checks.Error(str(exc), hint=pgettext("toolcalling", "Fix settings.TOOLCALLING."), id="toolcalling.E001")
+        )
     return errors
 
 

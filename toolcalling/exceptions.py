@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 from rest_framework import status as http
 from rest_framework.exceptions import APIException
 
@@ -144,7 +145,7 @@ class TurnError(APIError):
 
     status_code: int = http.HTTP_422_UNPROCESSABLE_ENTITY
     default_code = "turn_failed"
-    default_detail = _("The turn failed.")
+    default_detail = pgettext_lazy("toolcalling", "The turn failed.")
 
     def __init__(self, detail: Any = None, *, status: str | None = None) -> None:
         super().__init__(detail, status=status)

@@ -17,50 +17,61 @@ UNPRICED = _("Model answers whose model has no known price: their cost is not in
 
 def cost_field(help_text: Any, **options: Any) -> models.DecimalField:
     """A cost in money, exact (``Decimal``)."""
-    return models.DecimalField(max_digits=COST_DIGITS, decimal_places=COST_DECIMAL_PLACES, verbose_name=_("cost"),
-                               help_text=help_text, **options)  # fmt: skip
+    return models.DecimalField(
+        max_digits=COST_DIGITS,
+        decimal_places=COST_DECIMAL_PLACES,
+        verbose_name=pgettext_lazy("toolcalling model", "cost"),
+        help_text=help_text,
+        **options,
+    )
 
 
 class Conversation(models.Model):
     """One user's chat with one assistant."""
 
     class Status(models.TextChoices):
-        IDLE = "idle", _("Idle")
-        RUNNING = "running", _("Running")
-        AWAITING_APPROVAL = "awaiting_approval", _("Awaiting approval")
-        FAILED = "failed", _("Failed")
+        IDLE = "idle", pgettext_lazy("toolcalling model", "Idle")
+        RUNNING = "running", pgettext_lazy("toolcalling model", "Running")
+        AWAITING_APPROVAL = "awaiting_approval", pgettext_lazy("toolcalling model", "Awaiting approval")
+        FAILED = "failed", pgettext_lazy("toolcalling model", "Failed")
 
     class Origin(models.TextChoices):
         CHAT = "chat", _("Chat or REST API")
-        CODE = "code", _("Python code")
-        MCP = "mcp", _("MCP client")
+        CODE = "code", pgettext_lazy("toolcalling model", "Python code")
+        MCP = "mcp", pgettext_lazy("toolcalling model", "MCP client")
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name=_("id"))
+    id = models.UUIDField(
+        primary_key=True, default=uuid.uuid4, editable=False, verbose_name=pgettext_lazy("toolcalling model", "id")
+    )
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
         related_name="toolcalling_conversations",
-        verbose_name=_("user"),
+        verbose_name=pgettext_lazy("toolcalling model", "user"),
         help_text=_("Who the conversation belongs to; tools act on this user's behalf."),
     )
     assistant_id = models.CharField(
-        max_length=100, verbose_name=_("assistant"), help_text=_("The id of the registered assistant.")
+        max_length=100,
+        verbose_name=pgettext_lazy("toolcalling model", "assistant"),
+        help_text=_("The id of the registered assistant."),
     )
-    title = models.CharField(max_length=200, blank=True, verbose_name=_("title"))
+    title = models.CharField(max_length=200, blank=True, verbose_name=pgettext_lazy("toolcalling model", "title"))
     status = models.CharField(
         max_length=20,
         choices=Status.choices,
         default=Status.IDLE,
-        verbose_name=_("status"),
+        verbose_name=pgettext_lazy("toolcalling model", "status"),
         help_text=_("Whether a turn is running, waiting for a staff decision, or failed."),
     )
-    error = models.TextField(blank=True, verbose_name=_("error"), help_text=_("Why the last turn failed."))
+    error = models.TextField(
+        blank=True, verbose_name=pgettext_lazy("toolcalling model", "error"), help_text=_("Why the last turn failed.")
+    )
     origin = models.CharField(
         max_length=10,
         choices=Origin.choices,
         default=Origin.CHAT,
         editable=False,
-        verbose_name=_("origin"),
+        verbose_name=pgettext_lazy("toolcalling model", "origin"),
         help_text=_(
             "Where the conversation began: the chat page or the REST API, Python code (Assistant.run), "
             "or an MCP client's direct tool call (no model is asked about its results)."
@@ -70,33 +81,39 @@ class Conversation(models.Model):
         null=True,
         blank=True,
         editable=False,
-        verbose_name=_("turn token"),
+        verbose_name=pgettext_lazy("toolcalling model", "turn token"),
         help_text=_("The claim of the running turn; every write of that turn is conditional on still holding it."),
     )
     stop_requested_at = models.DateTimeField(
         null=True,
         blank=True,
         editable=False,
-        verbose_name=_("stop requested at"),
+        verbose_name=pgettext_lazy("toolcalling model", "stop requested at"),
         help_text=_("When the owner asked the running turn to stop; it stops at its next step, in any process."),
     )
     state = models.JSONField(
         default=dict,
         blank=True,
-        verbose_name=_("state"),
+        verbose_name=pgettext_lazy("toolcalling model", "state"),
         help_text=_("Loop state kept between turns, such as the tools found by tool search."),
     )
-    prompt_tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("prompt tokens"))
-    completion_tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("completion tokens"))
-    total_tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("total tokens"))
+    prompt_tokens = models.PositiveBigIntegerField(
+        default=0, verbose_name=pgettext_lazy("toolcalling model", "prompt tokens")
+    )
+    completion_tokens = models.PositiveBigIntegerField(
+        default=0, verbose_name=pgettext_lazy("toolcalling model", "completion tokens")
+    )
+    total_tokens = models.PositiveBigIntegerField(
+        default=0, verbose_name=pgettext_lazy("toolcalling model", "total tokens")
+    )
     cached_tokens = models.PositiveBigIntegerField(
         default=0,
-        verbose_name=_("cached tokens"),
+        verbose_name=pgettext_lazy("toolcalling model", "cached tokens"),
         help_text=_("Prompt tokens the provider read from its prompt cache (part of the prompt tokens)."),
     )
     reasoning_tokens = models.PositiveBigIntegerField(
         default=0,
-        verbose_name=_("reasoning tokens"),
+        verbose_name=pgettext_lazy("toolcalling model", "reasoning tokens"),
         help_text=_("Completion tokens the model spent on reasoning (part of the completion tokens)."),
     )
     cost = cost_field(
@@ -107,18 +124,20 @@ class Conversation(models.Model):
         null=True,
         blank=True,
     )
-    unpriced_replies = models.PositiveIntegerField(default=0, verbose_name=_("unpriced answers"), help_text=UNPRICED)
-    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
-    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
+    unpriced_replies = models.PositiveIntegerField(
+        default=0, verbose_name=pgettext_lazy("toolcalling model", "unpriced answers"), help_text=UNPRICED
+    )
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=pgettext_lazy("toolcalling model", "created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=pgettext_lazy("toolcalling model", "updated at"))
 
     class Meta:
         ordering = ["-updated_at"]
-        verbose_name = _("conversation")
-        verbose_name_plural = _("conversations")
+        verbose_name = pgettext_lazy("toolcalling model", "conversation")
+        verbose_name_plural = pgettext_lazy("toolcalling model", "conversations")
         indexes = [models.Index(fields=["user", "-updated_at"], name="toolcalling_conv_user_idx")]
 
     def __str__(self) -> str:
-        return self.title or _("%(assistant)s conversation %(id)s") % {
+        return self.title or pgettext_lazy("toolcalling model", "%(assistant)s conversation %(id)s") % {
             "assistant": self.assistant_id,
             "id": str(self.id)[:8],
         }
@@ -128,48 +147,59 @@ class Message(models.Model):
     """One message of the history sent to the model, in order."""
 
     class Role(models.TextChoices):
-        SYSTEM = "system", _("System")
-        USER = "user", _("User")
-        ASSISTANT = "assistant", _("Assistant")
-        TOOL = "tool", _("Tool")
+        SYSTEM = "system", pgettext_lazy("toolcalling model", "System")
+        USER = "user", pgettext_lazy("toolcalling model", "User")
+        ASSISTANT = "assistant", pgettext_lazy("toolcalling model", "Assistant")
+        TOOL = "tool", pgettext_lazy("toolcalling model", "Tool")
 
     id = models.BigAutoField(primary_key=True)
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="messages", verbose_name=_("conversation")
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="messages",
+        verbose_name=pgettext_lazy("toolcalling model", "conversation"),
     )
-    role = models.CharField(max_length=20, choices=Role.choices, verbose_name=_("role"))
-    content = models.TextField(blank=True, verbose_name=_("content"))
+    role = models.CharField(
+        max_length=20, choices=Role.choices, verbose_name=pgettext_lazy("toolcalling model", "role")
+    )
+    content = models.TextField(blank=True, verbose_name=pgettext_lazy("toolcalling model", "content"))
     tool_call_id = models.CharField(
         max_length=100,
         blank=True,
-        verbose_name=_("tool call id"),
+        verbose_name=pgettext_lazy("toolcalling model", "tool call id"),
         help_text=_("On tool messages: the model's id of the call this message answers."),
     )
     data = models.JSONField(
         null=True,
         blank=True,
-        verbose_name=_("data"),
+        verbose_name=pgettext_lazy("toolcalling model", "data"),
         help_text=_("Structured output parsed from an assistant answer, when an output type was asked for."),
     )
-    model = models.CharField(max_length=200, blank=True, verbose_name=_("model"))
-    prompt_tokens = models.PositiveIntegerField(default=0, verbose_name=_("prompt tokens"))
-    completion_tokens = models.PositiveIntegerField(default=0, verbose_name=_("completion tokens"))
-    total_tokens = models.PositiveIntegerField(default=0, verbose_name=_("total tokens"))
+    model = models.CharField(max_length=200, blank=True, verbose_name=pgettext_lazy("toolcalling model", "model"))
+    prompt_tokens = models.PositiveIntegerField(
+        default=0, verbose_name=pgettext_lazy("toolcalling model", "prompt tokens")
+    )
+    completion_tokens = models.PositiveIntegerField(
+        default=0, verbose_name=pgettext_lazy("toolcalling model", "completion tokens")
+    )
+    total_tokens = models.PositiveIntegerField(
+        default=0, verbose_name=pgettext_lazy("toolcalling model", "total tokens")
+    )
     cached_tokens = models.PositiveIntegerField(
         default=0,
-        verbose_name=_("cached tokens"),
+        verbose_name=pgettext_lazy("toolcalling model", "cached tokens"),
         help_text=_("Prompt tokens the provider read from its prompt cache (part of the prompt tokens)."),
     )
     reasoning_tokens = models.PositiveIntegerField(
         default=0,
-        verbose_name=_("reasoning tokens"),
+        verbose_name=pgettext_lazy("toolcalling model", "reasoning tokens"),
         help_text=_("Completion tokens the model spent on reasoning (part of the completion tokens)."),
     )
     reasoning = models.JSONField(
         default=list,
         blank=True,
         editable=False,
-        verbose_name=_("reasoning items"),
+        verbose_name=pgettext_lazy("toolcalling model", "reasoning items"),
         help_text=_(
             "On assistant answers: the provider's opaque reasoning items (encrypted), sent back with the answer "
             "on later requests of APIs that need them (the Responses API)."
@@ -184,18 +214,18 @@ class Message(models.Model):
         null=True,
         blank=True,
         editable=False,
-        verbose_name=_("price"),
+        verbose_name=pgettext_lazy("toolcalling model", "price"),
         help_text=_(
             "The rates per million tokens this answer was priced at, with their currency and source, "
             "so a later price change never rewrites its cost."
         ),
     )
-    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=pgettext_lazy("toolcalling model", "created at"))
 
     class Meta:
         ordering = ["conversation", "id"]
-        verbose_name = _("message")
-        verbose_name_plural = _("messages")
+        verbose_name = pgettext_lazy("toolcalling model", "message")
+        verbose_name_plural = pgettext_lazy("toolcalling model", "messages")
         indexes = [
             # A turn reads the newest messages of its conversation (only the tail, under a memory budget).
             models.Index(fields=["conversation", "id"], name="toolcalling_msg_conv_id_idx"),
@@ -222,67 +252,89 @@ class ToolCall(models.Model):
     """A call the model asked for, with its arguments, its decision (when gated) and its outcome."""
 
     class Status(models.TextChoices):
-        AWAITING_APPROVAL = "awaiting_approval", _("Awaiting approval")
-        APPROVED = "approved", _("Approved")
-        REJECTED = "rejected", _("Rejected")
-        RUNNING = "running", _("Running")
-        SUCCEEDED = "succeeded", _("Succeeded")
-        FAILED = "failed", _("Failed")
-        CANCELLED = "cancelled", _("Cancelled")
-        EXPIRED = "expired", _("Expired")
+        AWAITING_APPROVAL = "awaiting_approval", pgettext_lazy("toolcalling model", "Awaiting approval")
+        APPROVED = "approved", pgettext_lazy("toolcalling model", "Approved")
+        REJECTED = "rejected", pgettext_lazy("toolcalling model", "Rejected")
+        RUNNING = "running", pgettext_lazy("toolcalling model", "Running")
+        SUCCEEDED = "succeeded", pgettext_lazy("toolcalling model", "Succeeded")
+        FAILED = "failed", pgettext_lazy("toolcalling model", "Failed")
+        CANCELLED = "cancelled", pgettext_lazy("toolcalling model", "Cancelled")
+        EXPIRED = "expired", pgettext_lazy("toolcalling model", "Expired")
 
     class Approver(models.TextChoices):
-        STAFF = "staff", _("A staff member")
-        USER = "user", _("The user")
+        STAFF = "staff", pgettext_lazy("toolcalling model", "A staff member")
+        USER = "user", pgettext_lazy("toolcalling model", "The user")
 
     id = models.BigAutoField(primary_key=True)
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="tool_calls", verbose_name=_("conversation")
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="tool_calls",
+        verbose_name=pgettext_lazy("toolcalling model", "conversation"),
     )
     message = models.ForeignKey(
         Message,
         on_delete=models.CASCADE,
         related_name="tool_calls",
-        verbose_name=_("message"),
+        verbose_name=pgettext_lazy("toolcalling model", "message"),
         help_text=_("The assistant message that asked for this call."),
     )
     index = models.PositiveSmallIntegerField(
-        default=0, verbose_name=_("index"), help_text=_("Position among the calls of one answer.")
+        default=0,
+        verbose_name=pgettext_lazy("toolcalling model", "index"),
+        help_text=_("Position among the calls of one answer."),
     )
-    call_id = models.CharField(max_length=100, verbose_name=_("call id"), help_text=_("The model's id."))
-    name = models.CharField(max_length=64, verbose_name=_("name"), help_text=_("The tool's name."))
+    call_id = models.CharField(
+        max_length=100,
+        verbose_name=pgettext_lazy("toolcalling model", "call id"),
+        help_text=pgettext_lazy("toolcalling model", "The model's id."),
+    )
+    name = models.CharField(
+        max_length=64,
+        verbose_name=pgettext_lazy("toolcalling model", "name"),
+        help_text=pgettext_lazy("toolcalling model", "The tool's name."),
+    )
     arguments = models.JSONField(
         default=dict,
         blank=True,
-        verbose_name=_("arguments"),
+        verbose_name=pgettext_lazy("toolcalling model", "arguments"),
         help_text=_("The arguments as the model sent them (or as an approver edited them)."),
     )
     raw_arguments = models.TextField(
-        blank=True, verbose_name=_("raw arguments"), help_text=_("The model's argument text, kept verbatim.")
+        blank=True,
+        verbose_name=pgettext_lazy("toolcalling model", "raw arguments"),
+        help_text=_("The model's argument text, kept verbatim."),
     )
     original_arguments = models.JSONField(
         null=True,
         blank=True,
-        verbose_name=_("original arguments"),
+        verbose_name=pgettext_lazy("toolcalling model", "original arguments"),
         help_text=_("The arguments as the model sent them, kept when an approver edited them; empty otherwise."),
     )
     extras = models.JSONField(
         default=dict,
         blank=True,
-        verbose_name=_("extras"),
+        verbose_name=pgettext_lazy("toolcalling model", "extras"),
         help_text=_("Extra fields the assistant asked the model to fill, removed before the tool ran."),
     )
     status = models.CharField(
-        max_length=20, choices=Status.choices, verbose_name=_("status"), help_text=_("Where the call stands.")
+        max_length=20,
+        choices=Status.choices,
+        verbose_name=pgettext_lazy("toolcalling model", "status"),
+        help_text=_("Where the call stands."),
     )
-    result = models.TextField(blank=True, verbose_name=_("result"), help_text=_("What the model was told."))
-    error = models.TextField(blank=True, verbose_name=_("error"))
-    requires_approval = models.BooleanField(default=False, verbose_name=_("requires approval"))
+    result = models.TextField(
+        blank=True, verbose_name=pgettext_lazy("toolcalling model", "result"), help_text=_("What the model was told.")
+    )
+    error = models.TextField(blank=True, verbose_name=pgettext_lazy("toolcalling model", "error"))
+    requires_approval = models.BooleanField(
+        default=False, verbose_name=pgettext_lazy("toolcalling model", "requires approval")
+    )
     approver = models.CharField(
         max_length=10,
         choices=Approver.choices,
         default=Approver.STAFF,
-        verbose_name=_("approver"),
+        verbose_name=pgettext_lazy("toolcalling model", "approver"),
         help_text=_("Who decides a gated call: a staff member, or the conversation's own user."),
     )
     decided_by = models.ForeignKey(
@@ -291,25 +343,33 @@ class ToolCall(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        verbose_name=_("decided by"),
+        verbose_name=pgettext_lazy("toolcalling model", "decided by"),
     )
-    decided_at = models.DateTimeField(null=True, blank=True, verbose_name=_("decided at"))
-    decision_reason = models.TextField(blank=True, verbose_name=_("decision reason"))
-    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
-    started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
+    decided_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=pgettext_lazy("toolcalling model", "decided at")
+    )
+    decision_reason = models.TextField(blank=True, verbose_name=pgettext_lazy("toolcalling model", "decision reason"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=pgettext_lazy("toolcalling model", "created at"))
+    started_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=pgettext_lazy("toolcalling model", "started at")
+    )
     lease_expires_at = models.DateTimeField(
         null=True,
         blank=True,
-        verbose_name=_("lease expires at"),
+        verbose_name=pgettext_lazy("toolcalling model", "lease expires at"),
         help_text=_("An approved call runs under a lease: a redelivered task leaves it alone until the lease ends."),
     )
-    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
-    duration_ms = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("duration (ms)"))
+    finished_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=pgettext_lazy("toolcalling model", "finished at")
+    )
+    duration_ms = models.PositiveIntegerField(
+        null=True, blank=True, verbose_name=pgettext_lazy("toolcalling model", "duration (ms)")
+    )
 
     class Meta:
         ordering = ["message_id", "index"]
-        verbose_name = _("tool call")
-        verbose_name_plural = _("tool calls")
+        verbose_name = pgettext_lazy("toolcalling model", "tool call")
+        verbose_name_plural = pgettext_lazy("toolcalling model", "tool calls")
         permissions = [("approve_toolcall", _("Can approve or reject tool calls"))]
         constraints = [
             # Call ids are made unique within a conversation when a reply is stored (see engine storage).
@@ -336,9 +396,9 @@ class ToolCall(models.Model):
 
 # The built-in scopes of usage limits as staff read them ("user 7", "the site"); a site-defined scope keeps its name.
 USAGE_SCOPE_LABELS = {
-    "user": pgettext_lazy("usage scope", "user"),
-    "assistant": pgettext_lazy("usage scope", "assistant"),
-    "site": pgettext_lazy("usage scope", "site"),
+    "user": pgettext_lazy("toolcalling usage scope", "user"),
+    "assistant": pgettext_lazy("toolcalling usage scope", "assistant"),
+    "site": pgettext_lazy("toolcalling usage scope", "site"),
 }
 
 
@@ -347,20 +407,20 @@ class UsageCounter(models.Model):
     limits are checked against. Turns add to them with ``F()`` increments, so every process counts into one row."""
 
     class Period(models.TextChoices):
-        HOUR = "hour", _("Hour")
-        DAY = "day", _("Day")
-        MONTH = "month", _("Month")
+        HOUR = "hour", pgettext_lazy("toolcalling model", "Hour")
+        DAY = "day", pgettext_lazy("toolcalling model", "Day")
+        MONTH = "month", pgettext_lazy("toolcalling model", "Month")
 
     id = models.BigAutoField(primary_key=True)
     scope = models.CharField(
         max_length=200,
-        verbose_name=_("scope"),
+        verbose_name=pgettext_lazy("toolcalling model", "scope"),
         help_text=_("user, assistant, site, or the name of a site-defined scope such as a tenant."),
     )
     key = models.CharField(
         max_length=200,
         blank=True,
-        verbose_name=_("key"),
+        verbose_name=pgettext_lazy("toolcalling model", "key"),
         help_text=_("Who in the scope: the user's id, the assistant's id, the tenant's key; empty for the site."),
     )
     user = models.ForeignKey(
@@ -369,23 +429,32 @@ class UsageCounter(models.Model):
         blank=True,
         on_delete=models.CASCADE,
         related_name="+",
-        verbose_name=_("user"),
+        verbose_name=pgettext_lazy("toolcalling model", "user"),
         help_text=_("The user, on rows of the user scope."),
     )
-    period = models.CharField(max_length=10, choices=Period.choices, verbose_name=_("period"))
-    period_start = models.DateTimeField(
-        verbose_name=_("period start"), help_text=_("The start of the calendar period, in the site's time zone.")
+    period = models.CharField(
+        max_length=10, choices=Period.choices, verbose_name=pgettext_lazy("toolcalling model", "period")
     )
-    tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens"))
-    turns = models.PositiveBigIntegerField(default=0, verbose_name=_("turns"))
-    tool_calls = models.PositiveBigIntegerField(default=0, verbose_name=_("tool calls"))
+    period_start = models.DateTimeField(
+        verbose_name=pgettext_lazy("toolcalling model", "period start"),
+        help_text=_("The start of the calendar period, in the site's time zone."),
+    )
+    tokens = models.PositiveBigIntegerField(default=0, verbose_name=pgettext_lazy("toolcalling model", "tokens"))
+    turns = models.PositiveBigIntegerField(default=0, verbose_name=pgettext_lazy("toolcalling model", "turns"))
+    tool_calls = models.PositiveBigIntegerField(
+        default=0, verbose_name=pgettext_lazy("toolcalling model", "tool calls")
+    )
     cost = cost_field(_("What the priced model answers cost, in TOOLCALLING's CURRENCY."), default=0)
-    unpriced_replies = models.PositiveBigIntegerField(default=0, verbose_name=_("unpriced answers"), help_text=UNPRICED)
-    updated_at = models.DateTimeField(null=True, blank=True, verbose_name=_("updated at"))
+    unpriced_replies = models.PositiveBigIntegerField(
+        default=0, verbose_name=pgettext_lazy("toolcalling model", "unpriced answers"), help_text=UNPRICED
+    )
+    updated_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=pgettext_lazy("toolcalling model", "updated at")
+    )
 
     class Meta:
-        verbose_name = _("usage counter")
-        verbose_name_plural = _("usage counters")
+        verbose_name = pgettext_lazy("toolcalling model", "usage counter")
+        verbose_name_plural = pgettext_lazy("toolcalling model", "usage counters")
         ordering = ["-period_start", "-tokens"]
         constraints = [
             models.UniqueConstraint(fields=["scope", "key", "period", "period_start"], name="toolcalling_usage_unique")
@@ -407,29 +476,42 @@ class EvalRun(models.Model):
     ``EvalCaseResult``. The cases' own conversations were rolled back; these rows are what is left of them."""
 
     id = models.BigAutoField(primary_key=True)
-    name = models.CharField(max_length=200, verbose_name=_("name"), help_text=_("The dataset's name."))
+    name = models.CharField(
+        max_length=200,
+        verbose_name=pgettext_lazy("toolcalling model", "name"),
+        help_text=pgettext_lazy("toolcalling model", "The dataset's name."),
+    )
     dataset = models.CharField(
-        max_length=500, blank=True, verbose_name=_("dataset"), help_text=_("The file or dotted path it was read from.")
+        max_length=500,
+        blank=True,
+        verbose_name=pgettext_lazy("toolcalling model", "dataset"),
+        help_text=_("The file or dotted path it was read from."),
     )
     assistant_id = models.CharField(
-        max_length=100, blank=True, verbose_name=_("assistant"), help_text=_("The --assistant given, if any.")
+        max_length=100,
+        blank=True,
+        verbose_name=pgettext_lazy("toolcalling model", "assistant"),
+        help_text=_("The --assistant given, if any."),
     )
     model = models.CharField(
-        max_length=200, blank=True, verbose_name=_("model"), help_text=_("The --model given, if any.")
+        max_length=200,
+        blank=True,
+        verbose_name=pgettext_lazy("toolcalling model", "model"),
+        help_text=_("The --model given, if any."),
     )
-    cases = models.PositiveIntegerField(default=0, verbose_name=_("case runs"))
-    passed = models.PositiveIntegerField(default=0, verbose_name=_("passed"))
-    pass_rate = models.FloatField(default=0.0, verbose_name=_("pass rate"))
-    tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens"))
+    cases = models.PositiveIntegerField(default=0, verbose_name=pgettext_lazy("toolcalling model", "case runs"))
+    passed = models.PositiveIntegerField(default=0, verbose_name=pgettext_lazy("toolcalling model", "passed"))
+    pass_rate = models.FloatField(default=0.0, verbose_name=pgettext_lazy("toolcalling model", "pass rate"))
+    tokens = models.PositiveBigIntegerField(default=0, verbose_name=pgettext_lazy("toolcalling model", "tokens"))
     cost = models.DecimalField(
-        max_digits=14, decimal_places=6, null=True, blank=True, verbose_name=_("cost"),
+        max_digits=14, decimal_places=6, null=True, blank=True, verbose_name=pgettext_lazy("toolcalling model", "cost"),
         help_text=_("The cases' cost, when the site prices its model."),
     )  # fmt: skip
-    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=pgettext_lazy("toolcalling model", "created at"))
 
     class Meta:
-        verbose_name = _("eval run")
-        verbose_name_plural = _("eval runs")
+        verbose_name = pgettext_lazy("toolcalling model", "eval run")
+        verbose_name_plural = pgettext_lazy("toolcalling model", "eval runs")
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
@@ -445,21 +527,34 @@ class EvalCaseResult(models.Model):
     """One case run of an eval run: passed or not, its score, the tools it called and why it failed."""
 
     id = models.BigAutoField(primary_key=True)
-    run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="results", verbose_name=_("eval run"))
-    name = models.CharField(max_length=300, verbose_name=_("name"), help_text=_("The case run, e.g. 'status [2/3]'."))
-    case = models.CharField(max_length=300, verbose_name=_("case"))
-    passed = models.BooleanField(default=False, verbose_name=_("passed"))
-    score = models.FloatField(default=0.0, verbose_name=_("score"))
-    tool_calls = models.JSONField(default=list, blank=True, verbose_name=_("tool calls"))
-    tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens"))
-    cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True, verbose_name=_("cost"))
-    seconds = models.FloatField(default=0.0, verbose_name=_("seconds"))
-    failures = models.JSONField(default=list, blank=True, verbose_name=_("failures"))
-    reply = models.TextField(blank=True, verbose_name=_("answer"))
+    run = models.ForeignKey(
+        EvalRun,
+        on_delete=models.CASCADE,
+        related_name="results",
+        verbose_name=pgettext_lazy("toolcalling model", "eval run"),
+    )
+    name = models.CharField(
+        max_length=300,
+        verbose_name=pgettext_lazy("toolcalling model", "name"),
+        help_text=_("The case run, e.g. 'status [2/3]'."),
+    )
+    case = models.CharField(max_length=300, verbose_name=pgettext_lazy("toolcalling model", "case"))
+    passed = models.BooleanField(default=False, verbose_name=pgettext_lazy("toolcalling model", "passed"))
+    score = models.FloatField(default=0.0, verbose_name=pgettext_lazy("toolcalling model", "score"))
+    tool_calls = models.JSONField(
+        default=list, blank=True, verbose_name=pgettext_lazy("toolcalling model", "tool calls")
+    )
+    tokens = models.PositiveBigIntegerField(default=0, verbose_name=pgettext_lazy("toolcalling model", "tokens"))
+    cost = models.DecimalField(
+        max_digits=14, decimal_places=6, null=True, blank=True, verbose_name=pgettext_lazy("toolcalling model", "cost")
+    )
+    seconds = models.FloatField(default=0.0, verbose_name=pgettext_lazy("toolcalling model", "seconds"))
+    failures = models.JSONField(default=list, blank=True, verbose_name=pgettext_lazy("toolcalling model", "failures"))
+    reply = models.TextField(blank=True, verbose_name=pgettext_lazy("toolcalling model", "answer"))
 
     class Meta:
-        verbose_name = _("eval case result")
-        verbose_name_plural = _("eval case results")
+        verbose_name = pgettext_lazy("toolcalling model", "eval case result")
+        verbose_name_plural = pgettext_lazy("toolcalling model", "eval case results")
         ordering = ["run", "id"]
         indexes = [models.Index(fields=["run", "case"], name="toolcalling_evalcase_idx")]
 
@@ -471,12 +566,14 @@ class Attachment(models.Model):
     """A file a user uploaded (an image or a PDF), kept in the site's storage under a generated name; it joins a
     conversation when a message of its owner's carries it, and is deleted from storage with its row."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name=_("id"))
+    id = models.UUIDField(
+        primary_key=True, default=uuid.uuid4, editable=False, verbose_name=pgettext_lazy("toolcalling model", "id")
+    )
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
         related_name="toolcalling_attachments",
-        verbose_name=_("user"),
+        verbose_name=pgettext_lazy("toolcalling model", "user"),
         help_text=_("Who uploaded it; only they (and staff who may view the conversation) can read it."),
     )
     conversation = models.ForeignKey(
@@ -485,7 +582,7 @@ class Attachment(models.Model):
         blank=True,
         on_delete=models.CASCADE,
         related_name="attachments",
-        verbose_name=_("conversation"),
+        verbose_name=pgettext_lazy("toolcalling model", "conversation"),
     )
     message = models.ForeignKey(
         Message,
@@ -493,30 +590,35 @@ class Attachment(models.Model):
         blank=True,
         on_delete=models.CASCADE,
         related_name="attachments",
-        verbose_name=_("message"),
+        verbose_name=pgettext_lazy("toolcalling model", "message"),
         help_text=_("The user message that carries it; empty until a message does."),
     )
     storage_name = models.CharField(
         max_length=255,
         editable=False,
-        verbose_name=pgettext_lazy("attachment", "storage name"),
+        verbose_name=pgettext_lazy("toolcalling attachment", "storage name"),
         help_text=_("The generated name in the attachments' storage; never the user's file name."),
     )
-    name = models.CharField(max_length=255, verbose_name=_("name"), help_text=_("The user's file name, only shown."))
+    name = models.CharField(
+        max_length=255,
+        verbose_name=pgettext_lazy("toolcalling attachment", "name"),
+        help_text=_("The user's file name, only shown."),
+    )
     content_type = models.CharField(
         max_length=100,
-        verbose_name=pgettext_lazy("attachment", "content type"),
+        verbose_name=pgettext_lazy("toolcalling attachment", "content type"),
         help_text=_("What its bytes are, read from the bytes."),
     )
     size = models.PositiveBigIntegerField(
-        verbose_name=pgettext_lazy("attachment", "size"), help_text=pgettext_lazy("attachment size", "In bytes.")
+        verbose_name=pgettext_lazy("toolcalling attachment", "size"),
+        help_text=pgettext_lazy("toolcalling attachment size", "In bytes."),
     )
-    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=pgettext_lazy("toolcalling model", "created at"))
 
     class Meta:
         ordering = ["created_at", "id"]
-        verbose_name = pgettext_lazy("model", "attachment")
-        verbose_name_plural = pgettext_lazy("model", "attachments")
+        verbose_name = pgettext_lazy("toolcalling model", "attachment")
+        verbose_name_plural = pgettext_lazy("toolcalling model", "attachments")
         indexes = [
             # A message's attachments in order, and the expiry sweep's uploads no message took, oldest first.
             models.Index(fields=["message", "created_at"], name="toolcalling_attach_msg_idx"),

@@ -14,6 +14,7 @@ from django.db.models import Q, QuerySet
 from django.urls import reverse
 from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from . import approval
 from .conf import toolcalling_settings
@@ -92,13 +93,13 @@ def approval_notice(tool_call: ToolCall, *, admin_site: str = "admin", language:
                 "assistant": _assistant_name(conversation.assistant_id),
                 "tool": tool_call.name,
             },
-            _("Arguments:") + "\n" + arguments,
+            pgettext("toolcalling notification", "Arguments:") + "\n" + arguments,
         ]
         if found is not None:
-            parts.append(_("Preview:") + "\n" + found.as_text())
+            parts.append(pgettext("toolcalling notification", "Preview:") + "\n" + found.as_text())
         parts.append(_("Approve or reject it here: %(url)s") % {"url": url})
         return ApprovalNotice(
-            subject=_("Approval needed: %(tool)s") % {"tool": tool_call.name},
+            subject=pgettext("toolcalling notification", "Approval needed: %(tool)s") % {"tool": tool_call.name},
             body="\n\n".join(parts) + "\n",
             url=url,
             preview=found,

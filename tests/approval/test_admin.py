@@ -49,7 +49,7 @@ def test_the_change_list_shows_waiting_calls_escaped_with_requester_and_age(admi
     assert response.status_code == 200
     page = response.content.decode()
     assert "&lt;b&gt;orders&lt;/b&gt;" in page and "<b>orders</b>" not in page  # arguments are escaped
-    assert "&quot;by&quot;: 2" in page  # pretty-printed JSON
+    assert "<dt>by</dt><dd>2</dd>" in page  # the arguments as labelled lines
     assert "alice" in page and f"/admin/toolcalling/conversation/{waiting.conversation_id}/change/" in page
     assert 'value="approve_selected"' in page and 'value="reject_selected"' in page
     assert "minute" in page  # the age column ("0 minutes")

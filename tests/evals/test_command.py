@@ -20,7 +20,7 @@ DATASET = """
         evaluators:
           - ToolCalls: {calls: [{name: get_order_status, arguments: {order_no: "20250719-0032"}}], only: true}
           - AnswerContains: shipped
-          - AnswerMatches: "eta: 2025-07-2\\\\d"
+          - AnswerMatches: "ETA is 2025-07-2\\\\d"
       - name: wrong_answer
         inputs: {assistant: shop, user: alice, message: "Where is my order 20250719-0032?"}
         evaluators:

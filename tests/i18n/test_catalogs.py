@@ -66,7 +66,17 @@ def test_the_compiled_catalogs_say_what_the_po_files_say(language):
 @pytest.mark.parametrize(("language", "english", "translated"), [("ko", "Send", "보내기"), ("de", "Send", "Senden")])
 def test_django_finds_the_apps_catalogs(language, english, translated):
     with translation.override(language):
-        assert translation.gettext(english) == translated
+        assert translation.pgettext("toolcalling chat", english) == translated
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_short_string_has_the_apps_own_context(language):
+    """A word or three ("Approve", "History", "created at") is what other apps translate too, and Django lets the
+    app listed first win: only a context of the app's own keeps such a string ours."""
+    short = [entry for entry in catalog(language) if len(entry.msgid.split()) <= 3]
+    bare = [entry.msgid for entry in short if not (entry.msgctxt or "").startswith("toolcalling")]
+    assert len(short) > 150  # the column headers, buttons and statuses are all there
+    assert not bare, f"give these a context starting with 'toolcalling' (pgettext, translate ... context): {bare}"
 
 
 def test_the_catalogs_hold_every_string_of_the_source(tmp_path: Path):

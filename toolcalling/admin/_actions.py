@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
+from django.utils.translation import ngettext, pgettext_lazy
 
 from .. import approval
 from ..exceptions import AlreadyDecided, DecisionNotAllowed, TaskQueueUnavailable
@@ -47,7 +47,7 @@ def reject_selected(
         opts = modeladmin.model._meta
         context = {
             **modeladmin.admin_site.each_context(request),
-            "title": _("Reject tool calls"),
+            "title": pgettext_lazy("toolcalling admin", "Reject tool calls"),
             "calls": queryset,
             "rows": [
                 (call, json.dumps(call.arguments, indent=2, ensure_ascii=False))
@@ -85,4 +85,8 @@ def report(
     if done:
         modeladmin.message_user(request, text % {"count": len(done)}, messages.SUCCESS)
     if skipped:
-        modeladmin.message_user(request, _("Skipped: %(calls)s") % {"calls": "; ".join(skipped)}, messages.WARNING)
+        modeladmin.message_user(
+            request,
+            pgettext_lazy("toolcalling admin", "Skipped: %(calls)s") % {"calls": "; ".join(skipped)},
+            messages.WARNING,
+        )

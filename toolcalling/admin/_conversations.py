@@ -10,7 +10,6 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
-from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext, pgettext_lazy
 
 from ..conf import toolcalling_settings
@@ -28,7 +27,7 @@ def money(cost: Decimal | None, unpriced: int = 0) -> str:
     """A cost as staff read it: in the site's currency, with the answers it leaves out (never a bare zero)."""
     shown = "—" if cost is None else f"{cost.normalize():f} {toolcalling_settings.CURRENCY}"
     if unpriced:
-        return _("%(cost)s (+%(count)d unpriced)") % {"cost": shown, "count": unpriced}
+        return pgettext_lazy("toolcalling admin", "%(cost)s (+%(count)d unpriced)") % {"cost": shown, "count": unpriced}
     return shown
 
 
@@ -56,7 +55,7 @@ class AttachmentInline(ReadOnlyInline):
     fields = readonly_fields = ("thumbnail", "name", "content_type", "size", "message", "created_at")
     ordering = ("created_at",)
 
-    @admin.display(description=pgettext_lazy("attachment column", "file"))
+    @admin.display(description=pgettext_lazy("toolcalling attachment column", "file"))
     def thumbnail(self, obj: Attachment) -> str:
         url = reverse("toolcalling:attachment-content", kwargs={"pk": obj.pk})
         if obj.is_image:
@@ -64,7 +63,7 @@ class AttachmentInline(ReadOnlyInline):
                 "<a href='{}' target='_blank' rel='noopener'><img src='{}' alt='{}' loading='lazy' "
                 "style='max-width:96px;max-height:96px;border-radius:4px'></a>", url, url, obj.name
             )  # fmt: skip
-        return format_html("<a href='{}'>{}</a>", url, pgettext("attachment link", "Download"))
+        return format_html("<a href='{}'>{}</a>", url, pgettext("toolcalling attachment link", "Download"))
 
 
 class ToolCallInline(ReadOnlyInline):
@@ -72,7 +71,7 @@ class ToolCallInline(ReadOnlyInline):
     fields = readonly_fields = ("name", "status", "arguments_display", "result", "error", "duration_ms")
     show_change_link = True
 
-    @admin.display(description=_("arguments"))
+    @admin.display(description=pgettext_lazy("toolcalling admin", "arguments"))
     def arguments_display(self, obj: ToolCall) -> str:
         return pretty_json(obj.arguments)
 
@@ -103,7 +102,7 @@ class ConversationAdmin(admin.ModelAdmin):
     inlines = [MessageInline, AttachmentInline, ToolCallInline]
     list_select_related = ["user"]
 
-    @admin.display(description=_("cost"), ordering="cost")
+    @admin.display(description=pgettext_lazy("toolcalling admin", "cost"), ordering="cost")
     def cost_display(self, obj: Conversation) -> str:
         return money(obj.cost, obj.unpriced_replies)
 
@@ -126,7 +125,7 @@ class MessageAdmin(admin.ModelAdmin):
     search_fields = ["content"]
     list_select_related = ["conversation"]
 
-    @admin.display(description=_("content"))
+    @admin.display(description=pgettext_lazy("toolcalling admin", "content"))
     def short_content(self, obj: Message) -> str:
         return obj.content[:80]
 

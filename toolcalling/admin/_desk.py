@@ -11,7 +11,7 @@ from django.contrib.admin import AdminSite
 from django.http import HttpRequest
 from django.utils.timesince import timesince
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import ngettext, npgettext
 
 from .. import approval
 from ..exceptions import NotRegistered
@@ -120,7 +120,9 @@ def count_waiting_in_app_list(site: AdminSite) -> None:
                 request.toolcalling_waiting = approval.waiting_calls().count()  # type: ignore[attr-defined]
             count = request.toolcalling_waiting  # type: ignore[attr-defined]
             if count:
-                text = ngettext("%(name)s (%(count)d waiting)", "%(name)s (%(count)d waiting)", count)
+                text = npgettext(
+                    "toolcalling admin", "%(name)s (%(count)d waiting)", "%(name)s (%(count)d waiting)", count
+                )
                 entry["name"] = text % {"name": entry["name"], "count": count}
         return app_list
 

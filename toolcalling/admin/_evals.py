@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, pgettext, pgettext_lazy
 
 from ..conf import toolcalling_settings
 from ..evals.cases import append_cases, case_from_conversation, cases_yaml
@@ -46,7 +46,7 @@ class EvalRunAdmin(admin.ModelAdmin):
     inlines = [EvalCaseResultInline]
     actions = [compare_runs]
 
-    @admin.display(description=gettext_lazy("pass rate"), ordering="pass_rate")
+    @admin.display(description=pgettext_lazy("toolcalling admin", "pass rate"), ordering="pass_rate")
     def pass_rate_display(self, obj: EvalRun) -> str:
         return f"{obj.pass_rate:.0%}"
 
@@ -71,7 +71,7 @@ class EvalRunAdmin(admin.ModelAdmin):
         before, after = get_object_or_404(EvalRun, pk=first), get_object_or_404(EvalRun, pk=second)
         context = {
             **self.admin_site.each_context(request),
-            "title": _("Compare eval runs"),
+            "title": pgettext("toolcalling admin", "Compare eval runs"),
             "opts": self.model._meta,
             "before": before,
             "after": after,
@@ -95,10 +95,16 @@ def compare(before: EvalRun, after: EvalRun) -> list[dict[str, Any]]:
     for case in [*old, *(c for c in new if c not in old)]:
         a, b = old.get(case), new.get(case)
         if a is None or b is None:
-            change = _("new") if a is None else _("removed")
+            change = pgettext("toolcalling admin", "new") if a is None else pgettext("toolcalling admin", "removed")
         else:
             delta = b[0] / b[1] - a[0] / a[1]
-            change = _("better") if delta > 0 else _("worse") if delta < 0 else _("same")
+            change = (
+                pgettext("toolcalling admin", "better")
+                if delta > 0
+                else pgettext("toolcalling admin", "worse")
+                if delta < 0
+                else pgettext("toolcalling admin", "same")
+            )
         rows.append({"case": case, "before": a, "after": b, "change": change})
     return rows
 

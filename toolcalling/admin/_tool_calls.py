@@ -18,7 +18,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.timesince import timesince
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, pgettext, pgettext_lazy
 
 from .. import approval
 from ..approval import can_approve
@@ -28,6 +28,7 @@ from ..toolkit import nested_too_deeply, storable
 from ._actions import approve_selected, reject_selected
 from ._conversations import pretty_json
 from ._desk import count_waiting_in_app_list, desk_context, report_approved
+from ._desk_list import decide_row, list_display
 from ._stats import tool_stats
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class ToolCallArgumentsForm(forms.ModelForm):
     """The change form of a waiting call: only its arguments, checked against the tool's signature."""
 
     arguments = PrettyJSONField(
-        label=gettext_lazy("Arguments"),
+        label=pgettext_lazy("toolcalling admin", "Arguments"),
         widget=forms.Textarea(attrs={"rows": 12, "cols": 80, "style": "font-family:monospace"}),
         help_text=gettext_lazy("Edit before approving; the model is told the arguments were changed."),
     )
@@ -85,12 +86,12 @@ class ToolCallArgumentsForm(forms.ModelForm):
 class DeskFilter(admin.SimpleListFilter):
     """Status, opening on the calls that wait for a staff decision; "All" shows every call."""
 
-    title = gettext_lazy("status")
+    title = pgettext_lazy("toolcalling admin", "status")
     parameter_name = "status"
     ALL = "all"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        return [*ToolCall.Status.choices, (self.ALL, gettext_lazy("All"))]
+        return [*ToolCall.Status.choices, (self.ALL, pgettext_lazy("toolcalling admin", "All"))]
 
     def choices(self, changelist: Any) -> Any:
         entries = list(super().choices(changelist))
@@ -110,14 +111,17 @@ def on_desk(request: HttpRequest) -> bool:
 
 
 FIELDSETS_DECIDED: list[tuple[StrOrPromise, tuple[str, ...]]] = [
-    (gettext_lazy("Outcome"), ("status", "result", "error", "decided_by", "decided_at", "decision_reason")),
-    (gettext_lazy("Run"), ("started_at", "finished_at", "duration_ms")),
+    (
+        pgettext_lazy("toolcalling admin", "Outcome"),
+        ("status", "result", "error", "decided_by", "decided_at", "decision_reason"),
+    ),
+    (pgettext_lazy("toolcalling admin", "Run"), ("started_at", "finished_at", "duration_ms")),
 ]
 FIELDSETS_ALWAYS: list[tuple[StrOrPromise, tuple[str, ...]]] = [
     (gettext_lazy("Where it comes from"), ("conversation", "message", "requires_approval", "approver", "created_at")),
 ]
 INTERNAL: tuple[StrOrPromise, FieldOpts] = (
-    gettext_lazy("Internal"),
+    pgettext_lazy("toolcalling admin", "Internal"),
     {"classes": ["collapse"], "fields": ("call_id", "raw_arguments", "extras")},
 )
 
@@ -179,16 +183,16 @@ class ToolCallAdmin(admin.ModelAdmin):
 
     # Columns --------------------------------------------------------------------------------------------
 
-    @admin.display(description=gettext_lazy("user"), ordering="conversation__user")
+    @admin.display(description=pgettext_lazy("toolcalling admin", "user"), ordering="conversation__user")
     def requesting_user(self, obj: ToolCall) -> Any:
         return obj.conversation.user
 
-    @admin.display(description=gettext_lazy("conversation"))
+    @admin.display(description=pgettext_lazy("toolcalling admin", "conversation"))
     def conversation_link(self, obj: ToolCall) -> str:
         url = reverse(f"{self.admin_site.name}:toolcalling_conversation_change", args=[obj.conversation_id])
         return format_html("<a href='{}'>{}</a>", url, str(obj.conversation)[:40])
 
-    @admin.display(description=gettext_lazy("arguments"))
+    @admin.display(description=pgettext_lazy("toolcalling admin", "arguments"))
     def arguments_display(self, obj: ToolCall) -> str:
         return pretty_json(obj.arguments)
 
@@ -196,11 +200,15 @@ class ToolCallAdmin(admin.ModelAdmin):
     def original_arguments_display(self, obj: ToolCall) -> str:
         return pretty_json(obj.original_arguments) if obj.original_arguments is not None else "-"
 
-    @admin.display(description=gettext_lazy("age"), ordering="created_at")
+    @admin.display(description=pgettext_lazy("toolcalling admin", "age"), ordering="created_at")
     def age(self, obj: ToolCall) -> str:
         return timesince(obj.created_at)
 
     # The list -------------------------------------------------------------------------------------------
+
+    def get_list_display(self, request: HttpRequest) -> list[Any]:
+        deciding = on_desk(request) or request.GET.get("status") == ToolCall.Status.AWAITING_APPROVAL
+        return list_display(self, request, deciding=deciding)
 
     def get_ordering(self, request: HttpRequest) -> tuple[str, ...]:
         # The desk serves the longest-waiting call first; the other views show the latest calls first.
@@ -312,7 +320,15 @@ class ToolCallAdmin(admin.ModelAdmin):
 
     def get_urls(self) -> list[URLPattern]:
         stats = path("stats/", self.admin_site.admin_view(self.stats_view), name="toolcalling_toolcall_stats")
-        return [stats, *super().get_urls()]
+        decide = path(
+            "<path:object_id>/decide/",
+            self.admin_site.admin_view(self.decide_row_view),
+            name="toolcalling_toolcall_decide",
+        )
+        return [stats, decide, *super().get_urls()]
+
+    def decide_row_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return decide_row(self, request, object_id)
 
     def stats_view(self, request: HttpRequest) -> HttpResponse:
         """Per tool: calls, failures, failure rate and mean duration, from one aggregate query."""
@@ -320,7 +336,7 @@ class ToolCallAdmin(admin.ModelAdmin):
             raise PermissionDenied
         context = {
             **self.admin_site.each_context(request),
-            "title": _("Tool statistics"),
+            "title": pgettext("toolcalling admin", "Tool statistics"),
             "opts": self.model._meta,
             "rows": tool_stats(),
         }

@@ -15,6 +15,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from .. import usage
 from ..exceptions import NotRegistered
@@ -28,11 +29,11 @@ TOP = 20  # rows per table on the summary page
 class CurrentPeriodFilter(admin.SimpleListFilter):
     """Only the rows of the hour, day and month we are in: what the limits are checked against now."""
 
-    title = _("period in progress")
+    title = pgettext_lazy("toolcalling admin", "period in progress")
     parameter_name = "current"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        return [("yes", _("Current period"))]
+        return [("yes", pgettext_lazy("toolcalling admin", "Current period"))]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[UsageCounter]) -> QuerySet[UsageCounter]:
         if self.value() != "yes":
@@ -45,7 +46,7 @@ class CurrentPeriodFilter(admin.SimpleListFilter):
 class ScopeFilter(admin.SimpleListFilter):
     """The scopes counted so far, named in the staff's language (a site-defined scope by its own name)."""
 
-    title = _("scope")
+    title = pgettext_lazy("toolcalling admin", "scope")
     parameter_name = "scope"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
@@ -67,11 +68,11 @@ class UsageCounterAdmin(admin.ModelAdmin):
     ordering = ["-period_start", "-tokens"]
     readonly_fields = [f.name if f.name != "scope" else "scope_shown" for f in UsageCounter._meta.fields]
 
-    @admin.display(description=_("who"), ordering="key")
+    @admin.display(description=pgettext_lazy("toolcalling admin", "who"), ordering="key")
     def who(self, obj: UsageCounter) -> str:
         return describe(obj)
 
-    @admin.display(description=_("scope"), ordering="scope")
+    @admin.display(description=pgettext_lazy("toolcalling admin", "scope"), ordering="scope")
     def scope_shown(self, obj: UsageCounter) -> str:
         return str(SCOPE_WORDS.get(obj.scope, obj.scope))
 
@@ -104,7 +105,10 @@ class UsageCounterAdmin(admin.ModelAdmin):
             raise PermissionDenied
         now = timezone.now()
         periods = []
-        for period, label in (("day", _("Today")), ("month", _("This month"))):
+        for period, label in (
+            ("day", pgettext_lazy("toolcalling admin", "Today")),
+            ("month", pgettext_lazy("toolcalling admin", "This month")),
+        ):
             start, end = usage.window(period, now)
             users = usage.current("user", period, now)
             periods.append(
@@ -120,7 +124,7 @@ class UsageCounterAdmin(admin.ModelAdmin):
             )
         context = {
             **self.admin_site.each_context(request),
-            "title": _("Usage this period"),
+            "title": pgettext_lazy("toolcalling admin", "Usage this period"),
             "opts": self.model._meta,
             "periods": periods,
             "limits": [describe_limit(limit) for limit in usage.site_limits()],
@@ -130,8 +134,16 @@ class UsageCounterAdmin(admin.ModelAdmin):
 
 
 # The words of a limit's keys, for staff: "5000 tokens per day, for each user".
-QUANTITY_WORDS = {"tokens": _("tokens"), "turns": _("turns"), "tool_calls": _("tool calls")}
-PERIOD_WORDS = {"hour": _("hour"), "day": _("day"), "month": _("month")}
+QUANTITY_WORDS = {
+    "tokens": pgettext_lazy("toolcalling admin", "tokens"),
+    "turns": pgettext_lazy("toolcalling admin", "turns"),
+    "tool_calls": pgettext_lazy("toolcalling admin", "tool calls"),
+}
+PERIOD_WORDS = {
+    "hour": pgettext_lazy("toolcalling admin", "hour"),
+    "day": pgettext_lazy("toolcalling admin", "day"),
+    "month": pgettext_lazy("toolcalling admin", "month"),
+}
 SCOPE_WORDS = USAGE_SCOPE_LABELS
 
 
@@ -155,5 +167,5 @@ def describe(row: UsageCounter) -> str:
         except NotRegistered:
             return row.key
     if row.scope == "site":
-        return str(_("the site"))
+        return str(pgettext_lazy("toolcalling admin", "the site"))
     return row.key

@@ -46,6 +46,12 @@ from .throttling import DEFAULT_TURN_RATE
 # Views --------------------------------------------------------------------------------------------------
 
 ASSISTANT_PARAMETER = OpenApiParameter("assistant", str, description="Only conversations with this assistant.")
+ORIGIN_PARAMETER = OpenApiParameter(
+    "origin",
+    str,
+    description="Only conversations begun there, comma-separated: chat (the chat page and this API), code "
+    "(Assistant.run), mcp (an MCP client's tool call).",
+)
 STATUS_PARAMETER = OpenApiParameter(
     "status",
     str,
@@ -93,8 +99,8 @@ class ConversationViewSetSchema(OpenApiViewExtension):
             list=extend_schema(
                 summary="The user's conversations",
                 description="Newest activity first; paginated as the site's DRF settings say.",
-                parameters=[ASSISTANT_PARAMETER],
-                responses={200: ConversationSerializer, **errors()},
+                parameters=[ASSISTANT_PARAMETER, ORIGIN_PARAMETER],
+                responses={200: ConversationSerializer, **errors(400)},
             ),
             create=extend_schema(
                 summary="Start a conversation",

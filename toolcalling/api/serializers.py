@@ -8,6 +8,7 @@ from typing import Any
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 from rest_framework import serializers
 
 from .. import approval
@@ -185,7 +186,9 @@ class ConversationSerializer(serializers.ModelSerializer):
         try:
             assistant = assistants.get(value)()
         except NotRegistered:
-            raise serializers.ValidationError(_("Unknown assistant %(assistant)s.") % {"assistant": repr(value)})
+            raise serializers.ValidationError(
+                pgettext_lazy("toolcalling", "Unknown assistant %(assistant)s.") % {"assistant": repr(value)}
+            )
         if not assistant.has_permission(self.context["request"].user):
             raise serializers.ValidationError(
                 _("You may not use the assistant %(assistant)s.") % {"assistant": repr(value)}

@@ -17,6 +17,7 @@ from django.db import connections
 from django.http import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils import translation
 from django.utils.translation import gettext as _
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
@@ -66,10 +67,12 @@ def stream_turn(
     # Never raises: with the store unreachable the turn streams from this process (its in-process fallback).
     backend, after = store.for_stream(str(conversation_id))
     done = threading.Event()
+    language = translation.get_language()  # the request's: the thread starts with none of its own
 
     def work() -> None:
         try:
-            turn.run(content, claimed=True)
+            with translation.override(language):
+                turn.run(content, claimed=True)
         except TurnError as exc:
             # Stored as the conversation's error and published as an ``error`` event by the turn.
             logger.info("streamed turn of %s failed: %s", conversation_id, exc)

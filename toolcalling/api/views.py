@@ -65,7 +65,8 @@ class ConversationViewSet(
     mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):
-    """The user's own conversations, newest activity first (``?assistant=`` keeps one assistant's); another
+    """The user's own conversations, newest activity first (``?assistant=`` keeps one assistant's, ``?origin=chat``
+    those begun on the chat page or the API, as ``?origin=code,mcp`` the others); another
     user's conversation is a 404. The list follows the site's DRF pagination."""
 
     serializer_class = ConversationSerializer
@@ -74,9 +75,15 @@ class ConversationViewSet(
 
     def get_queryset(self) -> QuerySet[Conversation]:
         queryset = Conversation.objects.filter(user=self.request.user)  # type: ignore[misc]  # IsAuthenticated
+        if self.action != "list":
+            return queryset
         assistant = self.request.query_params.get("assistant")
-        if self.action == "list" and assistant:
+        if assistant:
             queryset = queryset.filter(assistant_id=assistant)
+        text = _("Unknown origin %(unknown)s; one of %(valid)s.")
+        origins = wanted(self.request, "origin", Conversation.Origin.values, text)
+        if origins:
+            queryset = queryset.filter(origin__in=origins)
         return queryset
 
     def perform_create(self, serializer: BaseSerializer[Any]) -> None:
@@ -233,13 +240,19 @@ class ToolCallViewSet(ErrorResponses, viewsets.ReadOnlyModelViewSet):
         # (a staff call of their own conversation) is a 403 that says why (approval.refusal).
         if not can_approve(self.request.user):
             queryset = queryset.filter(conversation__user=self.request.user)  # type: ignore[misc]  # IsAuthenticated
-        wanted = self.request.query_params.get("status")
-        if wanted:
-            valid = set(ToolCall.Status.values)
-            statuses = [s for s in wanted.split(",") if s]
-            unknown = [s for s in statuses if s not in valid]
-            if unknown:
-                text = _("Unknown status %(unknown)s; one of %(valid)s.")
-                raise ValidationError({"status": [text % {"unknown": ", ".join(unknown), "valid": ", ".join(valid)}]})
+        statuses = wanted(
+            self.request, "status", ToolCall.Status.values, _("Unknown status %(unknown)s; one of %(valid)s.")
+        )
+        if statuses:
             queryset = queryset.filter(status__in=statuses)
         return queryset
+
+
+def wanted(request: Request, name: str, valid: list[str], unknown_text: str) -> list[str]:
+    """The comma-separated values of the query parameter ``name`` (none: no filter); a value not in ``valid`` is a
+    400 that lists the valid ones."""
+    values = [v for v in request.query_params.get(name, "").split(",") if v]
+    unknown = [v for v in values if v not in valid]
+    if unknown:
+        raise ValidationError({name: [unknown_text % {"unknown": ", ".join(unknown), "valid": ", ".join(valid)}]})
+    return values

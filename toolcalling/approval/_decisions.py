@@ -19,6 +19,7 @@ from django.db.models import QuerySet
 from django.dispatch import Signal
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from .. import signals, streaming
 from ..conf import toolcalling_settings
@@ -77,7 +78,7 @@ def approve(call: ToolCall, user: Any, arguments: Any = None) -> ToolCall:
         if by_user:
             logged = _("Confirmed by the user with edited arguments.") if edited else _("Confirmed by the user.")
         else:
-            logged = _("Approved with edited arguments.") if edited else _("Approved.")
+            logged = _("Approved with edited arguments.") if edited else pgettext("toolcalling approval", "Approved.")
         log_decision(call, user, logged)
         # Sent inside the decision's transaction, so receivers (and the event stream) hear of the
         # decision before the worker, started only after commit, can report the run.
@@ -116,10 +117,16 @@ def reject(call: ToolCall, user: Any, reason: str = "") -> ToolCall:
     with transaction.atomic(using=write_db()):
         _decide(call, ToolCall.Status.REJECTED, text, decided_by=user, decided_at=now, decision_reason=reason)
         if reason:
-            logged = _("Declined by the user: %(reason)s") if by_user else _("Rejected: %(reason)s")
+            logged = (
+                _("Declined by the user: %(reason)s")
+                if by_user
+                else pgettext("toolcalling approval", "Rejected: %(reason)s")
+            )
             log_decision(call, user, logged % {"reason": reason})
         else:
-            log_decision(call, user, _("Declined by the user.") if by_user else _("Rejected."))
+            log_decision(
+                call, user, _("Declined by the user.") if by_user else pgettext("toolcalling approval", "Rejected.")
+            )
         _announce(signals.tool_call_rejected, call, user=user, reason=reason)
     return call
 
@@ -173,7 +180,7 @@ def expire(now: datetime | None = None) -> list[ToolCall]:
                 ToolCall.Status.EXPIRED,
                 f"Not run: {who} within {_duration(timeout)}, so the request expired.",
                 decided_at=timezone.now(),
-                decision_reason=_("Expired."),
+                decision_reason=pgettext("toolcalling approval", "Expired."),
             )
         except AlreadyDecided:
             continue
@@ -216,7 +223,7 @@ def _decide(call: ToolCall, status: str, text: str, *, continue_after: bool = Tr
 
 def _already_decided(call: ToolCall) -> AlreadyDecided:
     status = ToolCall.objects.filter(pk=call.pk).values_list("status", flat=True).first() or "deleted"
-    label = dict(ToolCall.Status.choices).get(status, _("deleted"))
+    label = dict(ToolCall.Status.choices).get(status, pgettext("toolcalling approval", "deleted"))
     return AlreadyDecided(
         _("This tool call was already decided: it is %(status)s.") % {"status": str(label).lower()}, status=status
     )

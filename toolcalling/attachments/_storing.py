@@ -157,7 +157,7 @@ def shown_name(name: str | None) -> str:
     """The user's file name as it is shown: its last path part, without control characters, cut to fit."""
     base = (name or "").replace("\\", "/").rsplit("/", 1)[-1]
     base = "".join(ch for ch in base if ch.isprintable()).strip()
-    return (base or pgettext("unnamed file", "attachment"))[-NAME_LENGTH:]
+    return (base or pgettext("toolcalling unnamed file", "attachment"))[-NAME_LENGTH:]
 
 
 @receiver(post_delete, sender=Attachment, dispatch_uid="toolcalling_attachment_file")

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
-from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from ..assistant import Assistant
 from ..exceptions import NotRegistered
@@ -18,7 +18,7 @@ def user_and_assistant(username: str, assistant_id: str) -> tuple[Any, Assistant
     try:
         user = user_model._default_manager.get_by_natural_key(username)
     except user_model.DoesNotExist:
-        raise CommandError(_("No user %(username)s.") % {"username": repr(username)})
+        raise CommandError(pgettext("toolcalling", "No user %(username)s.") % {"username": repr(username)})
     try:
         return user, Assistant.get(assistant_id)
     except NotRegistered as exc:

@@ -7,7 +7,7 @@ import json
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext
 
 from ..engine import call_directly, tool_definitions
 from ..exceptions import TurnError
@@ -84,7 +84,7 @@ class ServedTools:
             return self.status(arguments or {})
         if all(d["name"] != name for d in self.definitions):
             raise UnknownTool(name)
-        title = gettext("MCP: %(tool)s") % {"tool": name}
+        title = pgettext("toolcalling", "MCP: %(tool)s") % {"tool": name}
         try:
             call = call_directly(
                 self.assistant, self.user, name, arguments, origin=Conversation.Origin.MCP, title=title

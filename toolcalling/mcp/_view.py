@@ -13,6 +13,7 @@ from typing import Any
 from django.http import HttpResponse
 from django.http.request import RawPostDataException
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
@@ -81,7 +82,7 @@ class MCPView(ErrorResponses, APIView):
         try:
             assistant = Assistant.get(assistant_id)
         except NotRegistered:
-            raise NotFound(_("No assistant %(assistant)s.") % {"assistant": repr(assistant_id)})
+            raise NotFound(pgettext("toolcalling", "No assistant %(assistant)s.") % {"assistant": repr(assistant_id)})
         if not assistant.has_permission(self.request.user):
             raise PermissionDenied(_("You may not use this assistant."))
         return assistant

@@ -20,6 +20,7 @@ from django.db.models import F, QuerySet
 from django.utils import formats, timezone
 from django.utils.timesince import timeuntil
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from ..conf import toolcalling_settings
 from ..exceptions import UnpricedModel, UsageLimitExceeded
@@ -299,9 +300,17 @@ def exceeded(
 ) -> UsageLimitExceeded:
     """The error for a limit with no room left, worded for the user, with when it resets (``status``: the
     conversation's, for the error body, when no turn started)."""
-    words = {"tokens": _("tokens"), "turns": _("messages"), "tool_calls": _("tool calls"),
-             "cost": toolcalling_settings.CURRENCY}  # fmt: skip
-    periods = {"hour": _("hour"), "day": _("day"), "month": _("month")}
+    words = {
+        "tokens": pgettext("toolcalling usage", "tokens"),
+        "turns": pgettext("toolcalling usage", "messages"),
+        "tool_calls": pgettext("toolcalling usage", "tool calls"),
+        "cost": toolcalling_settings.CURRENCY,
+    }
+    periods = {
+        "hour": pgettext("toolcalling usage", "hour"),
+        "day": pgettext("toolcalling usage", "day"),
+        "month": pgettext("toolcalling usage", "month"),
+    }
     values = {
         "maximum": formats.number_format(limit.maximum, force_grouping=True),
         "quantity": words[limit.quantity],

@@ -9,9 +9,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx2
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext, pgettext
 
 from ...testing import Reply, ToolCall, mock_transport
 from ...testing.scripted import chat_messages
+from . import _sentences as sentences
 from . import _text as tx
 
 OFFLINE_BASE_URL = "http://offline.toolcalling.invalid/v1"
@@ -228,7 +231,7 @@ class OfflineModel:
     @staticmethod
     def _ask_for(name: str, schema: Mapping[str, Any]) -> str:
         if tx.is_query_param(name):
-            return "What should I look up?"
+            return _("What should I look up?")
         label = ""
         description = schema.get("description")
         if isinstance(description, str):
@@ -241,8 +244,13 @@ class OfflineModel:
         example = tx.example_text(schema)
         if isinstance(schema.get("enum"), list):
             options = ", ".join(str(option) for option in schema["enum"])
-            return f"Which {label} ({options})?"
-        return f"Which {label} (e.g. {example})?" if example else f"Which {label}?"
+            return pgettext("toolcalling offline", "Which %(label)s (%(options)s)?") % {
+                "label": label,
+                "options": options,
+            }
+        if example:
+            return _("Which %(label)s (e.g. %(example)s)?") % {"label": label, "example": example}
+        return pgettext("toolcalling offline", "Which %(label)s?") % {"label": label}
 
     @staticmethod
     def _call_id(messages: Sequence[Mapping[str, Any]], name: str, arguments: Mapping[str, Any]) -> str:
@@ -257,17 +265,21 @@ class OfflineModel:
 
     @staticmethod
     def _capabilities(functions: Sequence[Mapping[str, Any]]) -> str:
-        intro = "I'm the offline demo model (no API key is configured), so I can only match your words to a tool."
+        intro = _("I'm the offline demo model (no API key is configured), so I can only match your words to a tool.")
         if not functions:
-            return f"{intro} No tools are available here, so there is nothing I can do for you."
+            return f"{intro} " + _("No tools are available here, so there is nothing I can do for you.")
         lines = []
         for function in functions[: tx.MAX_CAPABILITIES]:
             description = str(function.get("description") or "").strip()
             first_sentence = re.split(r"(?<=[.!?])\s", description, maxsplit=1)[0] if description else ""
             lines.append(f"- {first_sentence or tx.split_identifier(function.get('name', ''))}")
         if len(functions) > tx.MAX_CAPABILITIES:
-            lines.append(f"- and {len(functions) - tx.MAX_CAPABILITIES} more")
-        return f"{intro} Try asking about one of these:\n" + "\n".join(lines)
+            lines.append(
+                "- "
+                + pgettext("toolcalling offline", "and %(count)d more")
+                % {"count": len(functions) - tx.MAX_CAPABILITIES}
+            )
+        return f"{intro} " + _("Try asking about one of these:") + "\n" + "\n".join(lines)
 
     def _summarise_results(self, messages: Sequence[Mapping[str, Any]]) -> str:
         start = len(messages)
@@ -281,66 +293,19 @@ class OfflineModel:
         blocks: list[list[str]] = []
         for result in results:
             name = names.get(result.get("tool_call_id", ""), "tool")
-            blocks.append(self._describe_result(name, tx.message_text(result), named=len(results) > 1))
+            blocks.append(sentences.describe(name, tx.message_text(result), named=len(results) > 1))
         if len(blocks) == 1:
             lines = blocks[0]
         else:
             lines = []
             for result, block in zip(results, blocks, strict=True):
-                lines.append(f"{names.get(result.get('tool_call_id', ''), 'tool')}:")
+                lines.append(f"{sentences.tool_label(names.get(result.get('tool_call_id', ''), 'tool'))}:")
                 lines.extend(f"  {line}" for line in block)
         if len(lines) > tx.MAX_SUMMARY_LINES:
             hidden = len(lines) - tx.MAX_SUMMARY_LINES
-            lines = [*lines[: tx.MAX_SUMMARY_LINES], f"... and {hidden} more lines"]
+            more = ngettext("… and %(count)d more line", "… and %(count)d more lines", hidden) % {"count": hidden}
+            lines = [*lines[: tx.MAX_SUMMARY_LINES], more]
         return "\n".join(lines)
-
-    def _describe_result(self, name: str, content: str, *, named: bool) -> list[str]:
-        if content.startswith("Error:"):
-            # The details are for the model and for staff (they are stored on the call); the customer
-            # reading this answer gets a neutral sentence.
-            subject = "It" if named else tx.split_identifier(name).capitalize()
-            return [f"{subject} did not work this time. Please check the details and try again."]
-        try:
-            data = json.loads(content)
-        except (json.JSONDecodeError, ValueError):
-            return [_clip(content.strip()) or f"{name} returned nothing."]
-        if isinstance(data, Mapping):
-            if not data:
-                return [f"{name} returned no details."]
-            lines = []
-            error = data.get("error")
-            if error:
-                # Under a per-tool heading the tool name would just be repeated.
-                subject = "failed" if named else f"{name} failed"
-                lines.append(f"{subject}: {_clip(self._format_value(error))}")
-            for key, value in data.items():
-                if key == "error" and error:
-                    continue
-                lines.append(f"{tx.split_identifier(str(key))}: {_clip(self._format_value(value))}")
-            return lines
-        if isinstance(data, list):
-            if not data:
-                return [f"{name} found nothing."]
-            return [f"- {_clip(self._format_value(item))}" for item in data]
-        return [_clip(self._format_value(data))]
-
-    def _format_value(self, value: Any) -> str:
-        if value is None:
-            return "none"
-        if isinstance(value, bool):
-            return "yes" if value else "no"
-        if isinstance(value, Mapping):
-            return ", ".join(f"{key}: {self._format_value(item)}" for key, item in value.items())
-        if isinstance(value, list):
-            separator = "; " if any(isinstance(item, Mapping) for item in value) else ", "
-            return separator.join(self._format_value(item) for item in value)
-        if isinstance(value, str):
-            return value
-        return json.dumps(value)
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= tx.MAX_VALUE_CHARS else text[: tx.MAX_VALUE_CHARS - 1] + "\u2026"
 
 
 def offline_http_client() -> httpx2.Client:

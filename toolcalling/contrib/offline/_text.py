@@ -31,7 +31,16 @@ STOPWORDS = frozenset(
 QUERY_PARAM_WORDS = frozenset({"query", "q", "text", "search", "keyword", "keywords", "term", "terms", "phrase"})
 QUERY_PARAM_NAMES = frozenset({"topic", "prompt", "question", "message"}) | QUERY_PARAM_WORDS
 
-ABBREVIATIONS = {"no": "number", "num": "number", "nr": "number", "qty": "quantity", "id": "ID", "tz": "time zone"}
+ABBREVIATIONS = {
+    "no": "number",
+    "num": "number",
+    "nr": "number",
+    "qty": "quantity",
+    "id": "ID",
+    "tz": "time zone",
+    "eta": "ETA",
+    "sku": "SKU",
+}
 
 EXAMPLE_RE = re.compile(
     r"(?:\be\.g\.|\beg\.|\bfor example\b|\bsuch as\b|\blike\b)[:,]?\s*[\"'`]?([^\s\"'`,;()]+)",

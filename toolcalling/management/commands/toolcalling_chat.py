@@ -8,6 +8,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from toolcalling.assistant import Assistant
 from toolcalling.engine import conversation_for
@@ -74,7 +75,7 @@ class Command(BaseCommand):
         try:
             result = assistant.run(user, text, conversation, listeners=[show])
         except (ConversationBusy, TurnError) as exc:
-            self.stderr.write(self.style.ERROR(_("error: %(error)s") % {"error": exc}))
+            self.stderr.write(self.style.ERROR(pgettext("toolcalling", "error: %(error)s") % {"error": exc}))
             return conversation
         if result.reply:
             self.stdout.write(result.reply)

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from toolcalling import approval
 from toolcalling.attachments import sweep_unattached
@@ -29,7 +30,7 @@ class Command(BaseCommand):
             stopped = {"id": call.pk, "name": call.name}
             self.stdout.write(_("failed #%(id)s %(name)s: the worker stopped while running this call") % stopped)
         for conversation in resumed:
-            self.stdout.write(_("continued conversation %(id)s") % {"id": conversation.pk})
+            self.stdout.write(pgettext("toolcalling", "continued conversation %(id)s") % {"id": conversation.pk})
         swept = sweep_unattached()
         if swept:
             self.stdout.write(_("deleted %(count)d unsent attachments") % {"count": swept})

@@ -68,6 +68,7 @@
         send: $(".tc-send"),
         counter: $(".tc-counter"),
         notice: $(".tc-notice"),
+        allOrigins: $(".tc-all-origins"),
       };
       this.current = null; // the open conversation's id
       this.status = "idle";
@@ -189,7 +190,10 @@
 
     // Conversations --------------------------------------------------------------------------------
 
-    listUrl = () => `${this.api}?assistant=${encodeURIComponent(this.assistant)}`;
+    // Chat conversations only, unless the visitor asks for those begun by code or an MCP client too.
+    listUrl = () =>
+      `${this.api}?assistant=${encodeURIComponent(this.assistant)}` +
+      (this.els.allOrigins && this.els.allOrigins.checked ? "" : "&origin=chat");
 
     // One page of the site's pagination (or the whole list when it does not paginate).
     async fetchConversations(url) {
@@ -584,6 +588,9 @@
           .catch((error) => this.fail(error));
       });
       this.els.more.addEventListener("click", () => this.loadMore().catch((error) => this.fail(error)));
+      if (this.els.allOrigins) {
+        this.els.allOrigins.addEventListener("change", () => this.loadConversations().catch((error) => this.fail(error)));
+      }
       this.root.querySelector(".tc-withdraw").addEventListener("click", () => {
         this.json("POST", this.url(this.current, "cancel/"))
           .then(() => this.notice(this.t("withdrawn")))

@@ -1,0 +1,1 @@
+"""An app whose catalogs translate common words other ways, installed before the app to see that ours still win."""
