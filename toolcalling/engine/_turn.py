@@ -71,6 +71,12 @@ class Turn(TurnEnding):
         self.pricing = Pricing(assistant.get_model(), assistant.get_api())  # what its answers cost
         # token: a claim made elsewhere
         self.ledger = storage.Ledger(conversation, token, meter=self.meter, pricing=self.pricing)
+        # Not stored yet (``Assistant.run`` without a conversation): the claim inserts it, and its history is
+        # what this turn stores, so neither the history nor its call ids are read back.
+        self.creating = conversation._state.adding
+        if self.creating:
+            self.ledger.call_ids = set()
+        self.opening: Message | None = None  # the user's message, announced once the first write stored it
         self.observers = Observers(self.view, listeners or [])
         self.tools: dict[str, Tool] = {t.name: t for t in assistant.get_tools(self.view.context)}
         if assistant.argument_extras is not None:
@@ -172,6 +178,12 @@ class Turn(TurnEnding):
             self.meter.prepare()
             self.meter.add(turns=1)  # counted here when limits apply, else with the turn's end
             self.turn_counted = True
+        title = " ".join(content.split())[:80] if content is not None else None
+        if self.creating and content is not None and not (reserve and self.meter.urgent):
+            # Nobody can know the conversation before it is stored, nor need refusing: the first write stores it.
+            token, self.opening = self.ledger.claim_later(content, title or "")
+            self.history.extend(storage.to_openai([self.opening]))
+            return token
         conv, pending = self.conversation, self.meter.pending
         before = conv.status, conv.error, conv.turn_token
 
@@ -179,11 +191,10 @@ class Turn(TurnEnding):
             self.meter.pending = pending
             with transaction.atomic(using=self.ledger.db):
                 storage.relax_durability(self.ledger.db)  # the turn's first durable write (calls, end) takes it
-                token = self._claim(continuing)
+                token = self._claim(continuing, title)
                 opening = None
                 if content is not None:  # the claim just made is the fence of this write
                     opening = storage.add_message(conv, Message.Role.USER, content)
-                    self.ledger.set_title_if_empty(" ".join(content.split())[:80])
                 if reserve and self.meter.urgent:  # the turn, and the message with it, only if a limit has room
                     self.ledger.count_usage(reserve=True, status=before[0])
             return token, opening
@@ -192,6 +203,7 @@ class Turn(TurnEnding):
             token, opening = storage.with_retries(attempt, self.ledger.db)
         except BaseException:
             conv.status, conv.error, conv.turn_token = before  # rolled back with the claim
+            conv._state.adding = self.creating  # and a conversation it inserted with it
             self.ledger.token = None
             raise
         if opening is not None:
@@ -207,18 +219,23 @@ class Turn(TurnEnding):
         )
         return self.ledger.release(counted)
 
-    def _claim(self, continuing: bool) -> uuid.UUID:
+    def _claim(self, continuing: bool, title: str | None = None) -> uuid.UUID:
         conv = self.conversation
+        if self.creating:  # a try again after a rollback inserts it again
+            self.ledger.token = storage.claim_new(conv, title=title or "")
+            return self.ledger.token
         if continuing:
             self.ledger.token = storage.claim(conv, from_statuses=[AWAITING_APPROVAL])
             if self.ledger.token is None:
                 raise ConversationBusy(_("The conversation is not waiting to continue."), status=conv.status)
             return self.ledger.token
-        token = self.ledger.token = storage.claim(conv, from_statuses=[IDLE, FAILED])
+        token = self.ledger.token = storage.claim(conv, from_statuses=[IDLE, FAILED], title=title)
         if token is not None:
             return token
         if self.take_over():
             assert self.ledger.token is not None
+            if title is not None:
+                self.ledger.set_title_if_empty(title)
             return self.ledger.token
         conv.refresh_from_db(fields=["status"])
         if conv.status == AWAITING_APPROVAL:
@@ -257,7 +274,8 @@ class Turn(TurnEnding):
         self.observers.turn_started()
         for hook in self.hooks:
             hook.on_turn_start(self.view)
-        self.history = memory.load(self.assistant, self.conversation)
+        if not self.creating:  # else the history is the message the claim stored, recorded already
+            self.history = memory.load(self.assistant, self.conversation)
         self.limits.count_current_turn(self.history.items)
 
     def answer(self) -> Answered | None:
@@ -380,8 +398,16 @@ class Turn(TurnEnding):
 
     def record(self, message: Message) -> None:
         """A message this turn stored: it joins the history sent next, and everyone hears of it."""
+        self.announce_opening()
         self.history.extend(storage.to_openai([message]))
         self.observers.message_added(message)
+
+    def announce_opening(self) -> None:
+        """The user's message of a conversation the turn's first write stored (``claim_later``), heard of
+        once it is stored; it is in the history already."""
+        if self.opening is not None and self.opening.pk is not None:
+            opening, self.opening = self.opening, None
+            self.observers.message_added(opening)
 
     def answered(self, call: ToolCall, message: Message) -> None:
         """A call's answer is stored: its message is announced first, then the call's outcome."""
