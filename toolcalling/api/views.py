@@ -27,6 +27,7 @@ from ..exceptions import AssistantUnavailable, InvalidArguments, NothingWaiting,
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
 from .errors import ErrorResponses
+from .message_json import messages_json
 from .pagination import MessageCursorPagination
 from .serializers import (
     ApprovalToolCallSerializer,
@@ -163,7 +164,7 @@ class MessageListView(ErrorResponses, EventStreamMixin, generics.GenericAPIView)
             {
                 "status": conversation.status,
                 "stopped": turn.view.stopped,
-                "messages": MessageSerializer(messages, many=True).data,
+                "messages": messages_json(messages),
                 "awaiting_approval": ToolCallSerializer(
                     [c for m in messages for c in m.tool_calls.all() if c.status == ToolCall.Status.AWAITING_APPROVAL],
                     many=True,
