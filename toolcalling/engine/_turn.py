@@ -34,7 +34,7 @@ from . import _storage as storage
 from ._calls import CallPath, Limits
 from ._ending import AWAITING_APPROVAL, FAILED, IDLE, STOPPED, STOPPED_REASON, TurnEnding
 from ._observers import Listener, Observers
-from ._steps import Answered, CallsAnswered, Ended, Step
+from ._steps import Answered, CallsAnswered, Ended, ModelWait, Step
 from ._structured import OutputCheck
 
 if TYPE_CHECKING:
@@ -103,6 +103,7 @@ class Turn(TurnEnding):
         self.continuing = False
         self.turn_counted = False  # the new message's turn is in ``meter.pending`` or stored (see ``claim``)
         self.ended = False
+        self.waits = False  # driven by ``arun``: the model is asked by yielding ``ModelWait`` to it
 
     @property
     def new_messages(self) -> list[Message]:
@@ -124,7 +125,7 @@ class Turn(TurnEnding):
 
     def iter(
         self, content: str | None = None, *, claimed: bool = False, asked: ModelReply | None = None
-    ) -> Generator[Step, None, None]:
+    ) -> Generator[Step, Any, None]:
         """Run the turn, yielding each step's outcome; the last is ``Ended``.
 
         ``claimed=True``: the caller already called ``claim()`` (to answer "busy" before handing the turn to a
@@ -141,7 +142,7 @@ class Turn(TurnEnding):
             if self.continuing and self.conversation.origin == Conversation.Origin.MCP:
                 ending = IDLE  # a client's direct calls are decided: no model is asked about their results
             while ending is None:
-                answered = self.store(asked) if asked is not None else self.answer()
+                answered = self.store(asked) if asked is not None else (yield from self.answer())
                 if answered is None:  # the owner's stop request, read by the last write
                     ending = STOPPED
                     break
@@ -278,7 +279,7 @@ class Turn(TurnEnding):
             self.history = memory.load(self.assistant, self.conversation)
         self.limits.count_current_turn(self.history.items)
 
-    def answer(self) -> Answered | None:
+    def answer(self) -> Generator[Any, Any, Answered | None]:
         """Ask until the model gives an answer the turn can use, and store it; ``None`` when the owner asked
         the turn to stop (as the turn's last write found), so the model is not asked (again).
 
@@ -286,7 +287,7 @@ class Turn(TurnEnding):
         stored) until the assistant's ``output_retries`` are used up; then it is stored and the turn fails.
         """
         while not self.ledger.stop_requested:
-            reply = self.ask()
+            reply = yield from self.ask()
             if self.output is None or reply.tool_calls:
                 return self.store(reply)
             verdict = self.output.check(reply)
@@ -305,7 +306,7 @@ class Turn(TurnEnding):
         self.record(message)
         return Answered(message=message, calls=calls)
 
-    def ask(self) -> ModelReply:
+    def ask(self) -> Generator[Any, Any, ModelReply]:
         """Send the history and the offered tools to the model once, if the turn's limits leave room for it.
 
         ``before_model_call`` hooks may change the request; ``after_model_call`` hooks see the reply."""
@@ -319,7 +320,11 @@ class Turn(TurnEnding):
         for hook in self.hooks:
             hook.before_model_call(self.view, request)
         with self.observers.model_call(request) as observe:
-            reply = self.client.send(request, on_delta=self.observers.delta if self.view.stream else None)
+            on_delta = self.observers.delta if self.view.stream else None
+            if self.waits:  # the async driver sends it, and sends the reply back
+                reply = yield ModelWait(request=request, on_delta=on_delta)
+            else:
+                reply = self.client.send(request, on_delta=on_delta)
             # What it used counts whatever comes next, and is stored with the next write.
             self.meter.add(tokens=reply.usage.total_tokens, tool_calls=len(reply.tool_calls),
                            cost=self.ledger.cost(reply).amount)  # fmt: skip
