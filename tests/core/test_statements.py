@@ -9,6 +9,8 @@ from django.test.utils import CaptureQueriesContext
 from toolcalling import Assistant
 from toolcalling.exceptions import ModelError
 from toolcalling.models import Conversation, Message, ToolCall
+from toolcalling.testing import Reply
+from toolcalling.testing import ToolCall as ScriptedCall
 
 TABLE = re.compile(r'^(?:INSERT INTO|UPDATE|SELECT .*? FROM) [`"]toolcalling_(\w+)[`"]')
 
@@ -84,3 +86,39 @@ def test_a_first_turn_whose_model_fails_stores_the_conversation_failed_with_its_
     assert list(Message.objects.filter(conversation=conversation).values_list("role", "content")) == [
         ("user", "Hello?")
     ]
+
+
+# The next turn of that conversation: the claim (with the user's message) before the model is asked, and the
+# history read once; the call ids the answer must not repeat are known from that history, not read again.
+NEXT_TURN = [
+    "BEGIN",
+    "SET LOCAL",  # the claim's commit does not wait for the disk; the answer's with calls does
+    "UPDATE conversation",  # the claim
+    "INSERT message",  # the user's
+    "COMMIT",
+    "SELECT message",  # the history, with its calls joined
+    "BEGIN",
+    "UPDATE conversation",  # the fence, with the answer's tokens
+    "INSERT message",
+    "INSERT toolcall",
+    "COMMIT",
+    *FIRST_TURN[FIRST_TURN.index("COMMIT") + 1 :],
+]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_later_turn_reads_its_history_once_and_no_call_ids(model, alice):
+    assistant = Assistant.get("helper")
+    model.calls(("add", {"a": 2, "b": 3}))
+    model.reply("5")
+    conversation = assistant.run(alice, "What is 2 + 3?").conversation
+    first_id = ToolCall.objects.get(conversation=conversation).call_id
+    model.queue(Reply(tool_calls=[ScriptedCall("add", '{"a": 5, "b": 5}', id=first_id)]))  # an id it has
+    model.reply("10")
+    with CaptureQueriesContext(connection) as queries:
+        result = assistant.run(alice, "And 5 + 5?", conversation)
+    assert [named(query["sql"]) for query in queries.captured_queries] == expected(NEXT_TURN)
+    assert result.reply == "10"
+    call_ids = list(ToolCall.objects.filter(conversation=conversation).order_by("id").values_list("call_id", flat=True))
+    assert len(call_ids) == len(set(call_ids)) == 2  # the repeated id was replaced, known from the history
+    assert call_ids[0] == first_id

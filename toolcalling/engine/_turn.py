@@ -277,6 +277,10 @@ class Turn(TurnEnding):
             hook.on_turn_start(self.view)
         if not self.creating:  # else the history is the message the claim stored, recorded already
             self.history = memory.load(self.assistant, self.conversation)
+            whole = self.assistant.memory == "full" and self.assistant.history_max_messages is None
+            if whole and self.assistant.history_max_tokens is None:  # it holds every call: their ids are known
+                items = self.history.items
+                self.ledger.call_ids = {call["id"] for item in items for call in item.get("tool_calls", ())}
         self.limits.count_current_turn(self.history.items)
 
     def answer(self) -> Generator[Any, Any, Answered | None]:
