@@ -1,9 +1,9 @@
 """The app's side of the loop benchmark, in a process of its own so it can run on either database.
 
 It reads ``run <turns>`` lines on stdin and answers each with a JSON list of seconds per turn: ``turns`` turns of
-one new conversation through ``Assistant.run``, every message and call stored (``persist <turns>``: the same
-turns by the hand-written persisting loop of ``_persisting_loop.py``). The database comes from
-``TOOLCALLING_TEST_DATABASE`` as in the test settings; the model server from ``--base-url``.
+one new conversation through ``Assistant.run`` (the first turn makes it), every message and call stored
+(``persist <turns>``: the same turns by the hand-written persisting loop of ``_persisting_loop.py``).
+The database comes from ``TOOLCALLING_TEST_DATABASE`` as in the test settings; the model server from ``--base-url``.
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ class BenchAssistant(Assistant):
 
 
 def run(assistant: Assistant, user: object, turns: int) -> list[float]:
-    # Made before the clock starts, as the bare loop's history is: a site creates it with its own request.
-    conversation = Conversation.objects.create(user=user, assistant_id=assistant.id)
+    # The first turn makes its conversation, on the clock (``Assistant.run`` without one stores it with the
+    # turn's first write); the bare loop starts from an empty history.
+    conversation: Conversation | None = None
     times = []
     for _ in range(turns):
         started = time.perf_counter()

@@ -164,6 +164,22 @@ class Assistant:
             self, user, content, conversation, output_type=output_type, listeners=listeners, attachments=attachments
         )
 
+    async def arun(
+        self,
+        user: Any,
+        content: str,
+        conversation: Conversation | None = None,
+        *,
+        output_type: type[BaseModel] | None = None,
+        listeners: list[Listener] | None = None,
+    ) -> TurnResult:
+        """``run`` for async code (an async view, a task on an event loop): the same turn, whose wait for the
+        model holds no thread (``AsyncOpenAI`` for Chat Completions; the other APIs wait in a thread for now).
+        Tools stay plain functions, run off the event loop with the turn's writes."""
+        from .engine import arun_turn
+
+        return await arun_turn(self, user, content, conversation, output_type=output_type, listeners=listeners)
+
     def steps(
         self,
         user: Any,

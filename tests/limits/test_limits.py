@@ -272,8 +272,9 @@ def test_checking_limits_does_not_read_the_history(api, model, alice):
     assert len(first) == len(second) == len(warm_up) - 2
     counters = [sql for sql in second if "toolcalling_usagecounter" in sql]
     # Three checks (the new message, two model calls); the turn and its two answers counted, in rows the
-    # process remembers for the period: each count locks its rows (in the order of their ids), then adds.
-    assert len(counters) == 3 + 3 * 2
+    # process remembers for the period: the turn's count locks its rows (in the order of their ids) and reads
+    # them, to refuse a turn with no room, then adds; an answer's count is one UPDATE whose subquery locks them.
+    assert len(counters) == 3 + 2 + 2 * 1
     assert sum(" FOR UPDATE" in sql for sql in counters) == (3 if connection.features.has_select_for_update else 0)
 
 

@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from ..exceptions import APIError, TurnError, UsageLimitExceeded
-from .serializers import MessageSerializer
+from .message_json import messages_json
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -46,7 +46,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 def error_body(exc: APIError) -> dict[str, Any]:
     body: dict[str, Any] = {"detail": str(exc.detail), "code": exc.code, "status": exc.status}
     if isinstance(exc, TurnError):
-        body["messages"] = MessageSerializer(exc.messages, many=True).data
+        body["messages"] = messages_json(exc.messages)
     if isinstance(exc, UsageLimitExceeded):
         body["limit"] = exc.limit
     return body

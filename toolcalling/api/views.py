@@ -28,6 +28,7 @@ from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
 from .attachments import Uploads, message_attachments
 from .errors import ErrorResponses
+from .message_json import messages_json
 from .pagination import MessageCursorPagination
 from .serializers import (
     ApprovalToolCallSerializer,
@@ -181,7 +182,7 @@ class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.Generi
             {
                 "status": conversation.status,
                 "stopped": turn.view.stopped,
-                "messages": MessageSerializer(messages, many=True).data,
+                "messages": messages_json(messages),
                 "awaiting_approval": ToolCallSerializer(
                     [c for m in messages for c in m.tool_calls.all() if c.status == ToolCall.Status.AWAITING_APPROVAL],
                     many=True,

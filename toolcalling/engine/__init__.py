@@ -2,6 +2,7 @@
 events and telemetry, storage, memory and structured output. It knows tools and model APIs, never HTTP or
 approvals. It exports what the packages above it use; everything else is private."""
 
+from ._async import arun_turn, drive
 from ._calls import run_approved_call
 from ._direct import call_directly
 from ._observers import Listener, describe_call
@@ -22,10 +23,12 @@ __all__ = [
     "Turn",
     "TurnResult",
     "answer_call_if",
+    "arun_turn",
     "call_directly",
     "continue_turn",
     "conversation_for",
     "describe_call",
+    "drive",
     "enqueue",
     "run_approved_call",
     "run_claimed_turn",

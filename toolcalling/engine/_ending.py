@@ -54,6 +54,9 @@ class TurnEnding:
     def take_over(self) -> bool:
         raise NotImplementedError
 
+    def announce_opening(self) -> None:
+        raise NotImplementedError
+
     def end(self, status: str, error: str = "") -> None:
         """Store how the turn ended and tell everyone; once. A ``stopped`` turn leaves the conversation ``idle``."""
         if self.ended:
@@ -65,6 +68,7 @@ class TurnEnding:
                 self.record(message)
             status = IDLE
         self.ledger.set_status(status, error)
+        self.announce_opening()  # when the turn's end was its first write
         try:
             for hook in reversed(self.hooks):
                 hook.on_turn_end(self.view, self.view.messages)

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from django.db import DatabaseError, router, transaction
-from django.db.models import F, QuerySet
+from django.db.models import Case, F, QuerySet, Value, When
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -53,16 +53,23 @@ TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens",
 
 
 def claim(
-    conversation: Conversation, *, from_statuses: Iterable[str], stale_after: float | None = None
+    conversation: Conversation,
+    *,
+    from_statuses: Iterable[str],
+    stale_after: float | None = None,
+    title: str | None = None,
 ) -> uuid.UUID | None:
     """Move the conversation to ``running`` if it is in one of ``from_statuses``; one winner only.
 
     Returns the winner's token (``None`` for the losers). With ``stale_after`` (seconds), a turn that has
     been ``running`` without any write for that long (its process died, or hangs) may be taken over too.
+    ``title`` names a conversation that has no title yet, in the same statement.
     """
     token = uuid.uuid4()
-    values = {"status": RUNNING, "error": "", "turn_token": token, "updated_at": timezone.now()}
+    values: dict[str, Any] = {"status": RUNNING, "error": "", "turn_token": token, "updated_at": timezone.now()}
     values["stop_requested_at"] = None  # a turn taken over may have been asked to stop; this one was not
+    if title is not None:  # unless someone named it meanwhile: decided by the row, not by what this process read
+        values["title"] = Case(When(title="", then=Value(storable(title)[:200])), default=F("title"))
     statuses = list(from_statuses)
     this = Conversation.objects.using(write_db(conversation)).filter(pk=conversation.pk)
     updated = statuses and this.filter(status__in=statuses).update(**values)
@@ -72,6 +79,19 @@ def claim(
     if not updated:
         return None
     conversation.status, conversation.error, conversation.turn_token = RUNNING, "", token
+    if title is not None and not conversation.title:
+        conversation.title = storable(title)[:200]
+    return token
+
+
+def claim_new(conversation: Conversation, *, title: str = "") -> uuid.UUID:
+    """Store a conversation nobody else can know yet already claimed (``running``, with its token and title):
+    one ``INSERT`` in the turn's first transaction instead of an ``INSERT`` and the claim's ``UPDATE``."""
+    token = uuid.uuid4()
+    conversation.status, conversation.error, conversation.turn_token = RUNNING, "", token
+    conversation.title = conversation.title or storable(title)[:200]
+    conversation.updated_at = timezone.now()
+    conversation.save(force_insert=True, using=write_db(conversation))
     return token
 
 
@@ -111,6 +131,12 @@ class Ledger:
         self.stop_requested = False  # the owner asked the turn to stop, as its last write (or check) found
         self.db = write_db(conversation)  # where the turn's transactions open and its fence is read
         self.failed = False  # a write of this turn raised: the writes that end it carry nothing of it
+        # The call ids the conversation has, when this turn knows them all (it created the conversation): a
+        # new answer's ids are then checked here, not read again from the database. ``None``: read them.
+        self.call_ids: set[str] | None = None
+        # A conversation claimed before it is stored (``claim_later``), with its opening message: the turn's
+        # first write inserts both, in its own transaction.
+        self.unsaved: Message | None = None
 
     def _held(self) -> QuerySet[Conversation]:
         """The conversation's row while this turn holds its claim (a queryset on the write database)."""
@@ -149,11 +175,14 @@ class Ledger:
         if ending is not None:
             values.update(status=ending, error=storable(error), turn_token=None, stop_requested_at=None)
         meter, counted = self.meter, None
+        inserted = self.unsaved is not None
         with transaction.atomic(using=self.db):
             if not durable and ending is None:
                 relax_durability(self.db)
             held = self._held()
-            if self.stop_requested or not held.filter(stop_requested_at=None).update(**values):
+            if inserted:
+                self._insert(usage, cost, ending, error)
+            elif self.stop_requested or not held.filter(stop_requested_at=None).update(**values):
                 if not held.update(**values):
                     logger.warning("a write of a turn of conversation %s was refused: the turn lost its claim",
                                    self.conversation.pk)  # fmt: skip
@@ -166,6 +195,7 @@ class Ledger:
                 meter.count(counted, timezone.now())
         if counted is not None and meter is not None:
             meter.stored(counted)
+        self.unsaved = None
         conv = self.conversation
         if usage is not None:
             for name in TOKENS:
@@ -174,6 +204,39 @@ class Ledger:
                 add_cost(conv, cost)
         if ending is not None:
             conv.status, conv.error, conv.turn_token, self.ended = ending, error, None, ending
+
+    def claim_later(self, content: str, title: str) -> tuple[uuid.UUID, Message]:
+        """Claim a conversation nobody else can know yet (not stored), with its opening message: both are
+        stored by the turn's first write (the answer, or the turn's end), one transaction fewer."""
+        conv = self.conversation
+        self.token = uuid.uuid4()
+        conv.status, conv.error, conv.turn_token = RUNNING, "", self.token
+        conv.title = conv.title or storable(title)[:200]
+        self.unsaved = Message(conversation=conv, role=Message.Role.USER, content=storable(content))
+        self.unsaved._prefetched_objects_cache = {"tool_calls": ToolCall.objects.none()}  # type: ignore[attr-defined]
+        return self.token, self.unsaved
+
+    def _insert(self, usage: Usage | None, cost: Cost | None, ending: str | None, error: str) -> None:
+        """The first write of a conversation claimed by ``claim_later``: insert it as this write leaves it, then its
+        opening message (again, if the database rolled an earlier try back). The object in memory is left as it
+        was: ``write`` adds the same amounts to it once the transaction commits, as after an update."""
+        conv, opening = self.conversation, self.unsaved
+        assert opening is not None
+        names = ("status", "error", "turn_token", "cost", "unpriced_replies", *TOKENS)
+        before = {name: getattr(conv, name) for name in names}
+        if usage is not None and usage.total_tokens:
+            for name in TOKENS:
+                setattr(conv, name, getattr(conv, name) + getattr(usage, name))
+            add_cost(conv, cost)
+        if ending is not None:
+            conv.status, conv.error, conv.turn_token = ending, storable(error), None
+        try:
+            conv.save(force_insert=True, using=self.db)
+        finally:
+            for name, value in before.items():
+                setattr(conv, name, value)
+        opening.pk = None
+        opening.save(force_insert=True, using=self.db)
 
     def count_usage(self, *, reserve: bool = False, status: str | None = None) -> None:
         """Add what the turn used since its last write to its usage counters, in the caller's transaction (a
@@ -255,6 +318,8 @@ class Ledger:
                     )
                     call.save()
                     calls.append(call)
+        if self.call_ids is not None:
+            self.call_ids.update(call.call_id for call in calls)
         message._prefetched_objects_cache = {"tool_calls": calls}  # type: ignore[attr-defined]
         return message, calls
 
@@ -263,6 +328,8 @@ class Ledger:
         requested = [call.id for call in reply.tool_calls if call.id]
         if not requested:
             return []
+        if self.call_ids is not None:
+            return [call_id for call_id in requested if call_id in self.call_ids]
         taken = ToolCall.objects.using(router.db_for_write(ToolCall, instance=self.conversation)).filter(
             conversation_id=self.conversation.pk, call_id__in=requested
         )

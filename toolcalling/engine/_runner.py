@@ -59,12 +59,18 @@ class TurnResult:
         return [c for c in self.tool_calls if c.status == ToolCall.Status.AWAITING_APPROVAL]
 
 
-def conversation_for(assistant: AssistantLike, user: Any, conversation: Conversation | None) -> Conversation:
-    """The given conversation (checked to be this user's, with this assistant) or a new one."""
+def conversation_for(
+    assistant: AssistantLike, user: Any, conversation: Conversation | None, *, save: bool = True
+) -> Conversation:
+    """The given conversation (checked to be this user's, with this assistant) or a new one; ``save=False``: a
+    new one not stored yet, which the turn's claim inserts in its first transaction."""
     if not assistant.has_permission(user):
         raise PermissionDenied(f"{user!r} may not use the assistant {assistant.id!r}.")
     if conversation is None:
-        return Conversation.objects.create(user=user, assistant_id=str(assistant.id), origin=Conversation.Origin.CODE)
+        new = Conversation(user=user, assistant_id=str(assistant.id), origin=Conversation.Origin.CODE)
+        if save:
+            new.save(force_insert=True)
+        return new
     if conversation.user_id != user.pk:
         raise PermissionDenied(f"The conversation {conversation.pk} belongs to another user.")
     if conversation.assistant_id != assistant.id:
@@ -86,7 +92,7 @@ def run_turn(
 ) -> TurnResult:
     """Run one whole turn; errors are raised as in the API (``TurnError``, ``ConversationBusy``).
     ``attachments``: the user's own unsent uploads (``Attachment`` rows or their ids) the message carries."""
-    conversation = conversation_for(assistant, user, conversation)
+    conversation = conversation_for(assistant, user, conversation, save=False)
     files = sendable(user, [getattr(a, "pk", a) for a in attachments]) if attachments else []
     turn = Turn(assistant, conversation, user=user, listeners=listeners, output_type=output_type, attachments=files)
     messages = turn.run(content)
@@ -148,7 +154,7 @@ class Stepper:
         *,
         output_type: type[BaseModel] | None = None,
     ) -> None:
-        self.conversation = conversation_for(assistant, user, conversation)
+        self.conversation = conversation_for(assistant, user, conversation, save=False)
         self.turn = Turn(assistant, self.conversation, user=user, output_type=output_type)
         self.steps = self.turn.iter(content)
         self.started = False

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..hooks import ModelRequest
+    from ..model_apis import DeltaCallback
     from ..models import Message, ToolCall
 
 
@@ -48,3 +50,12 @@ class Ended:
 
 
 Step = Answered | CallsAnswered | Ended
+
+
+@dataclass(kw_only=True, eq=False)
+class ModelWait:
+    """Yielded only to an async driver (``Turn.arun``): send ``request`` to the model, then send the reply back
+    into the turn (or throw the error into it). A sync turn sends it itself and never yields this."""
+
+    request: ModelRequest
+    on_delta: DeltaCallback | None

@@ -9,7 +9,7 @@ site's ``post_save`` receivers hear of every message and call (see ``_writes``).
 from __future__ import annotations
 
 from ._history import history_items, load_messages, to_openai
-from ._ledger import RUNNING, Ledger, claim
+from ._ledger import RUNNING, Ledger, claim, claim_new
 from ._writes import (
     OPEN_CALL_STATUSES,
     add_message,
@@ -30,6 +30,7 @@ __all__ = [
     "add_message",
     "answer_call_if",
     "claim",
+    "claim_new",
     "close_open_calls",
     "history_items",
     "load_messages",

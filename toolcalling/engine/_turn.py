@@ -35,7 +35,7 @@ from . import _storage as storage
 from ._calls import CallPath, Limits
 from ._ending import AWAITING_APPROVAL, FAILED, IDLE, STOPPED, STOPPED_REASON, TurnEnding
 from ._observers import Listener, Observers
-from ._steps import Answered, CallsAnswered, Ended, Step
+from ._steps import Answered, CallsAnswered, Ended, ModelWait, Step
 from ._structured import OutputCheck
 
 if TYPE_CHECKING:
@@ -74,6 +74,12 @@ class Turn(TurnEnding):
         self.pricing = Pricing(assistant.get_model(), assistant.get_api())  # what its answers cost
         # token: a claim made elsewhere
         self.ledger = storage.Ledger(conversation, token, meter=self.meter, pricing=self.pricing)
+        # Not stored yet (``Assistant.run`` without a conversation): the claim inserts it, and its history is
+        # what this turn stores, so neither the history nor its call ids are read back.
+        self.creating = conversation._state.adding
+        if self.creating:
+            self.ledger.call_ids = set()
+        self.opening: Message | None = None  # the user's message, announced once the first write stored it
         self.observers = Observers(self.view, listeners or [])
         self.tools: dict[str, Tool] = {t.name: t for t in assistant.get_tools(self.view.context)}
         if assistant.argument_extras is not None:
@@ -100,6 +106,7 @@ class Turn(TurnEnding):
         self.continuing = False
         self.turn_counted = False  # the new message's turn is in ``meter.pending`` or stored (see ``claim``)
         self.ended = False
+        self.waits = False  # driven by ``arun``: the model is asked by yielding ``ModelWait`` to it
 
     @property
     def new_messages(self) -> list[Message]:
@@ -121,7 +128,7 @@ class Turn(TurnEnding):
 
     def iter(
         self, content: str | None = None, *, claimed: bool = False, asked: ModelReply | None = None
-    ) -> Generator[Step, None, None]:
+    ) -> Generator[Step, Any, None]:
         """Run the turn, yielding each step's outcome; the last is ``Ended``.
 
         ``claimed=True``: the caller already called ``claim()`` (to answer "busy" before handing the turn to a
@@ -138,7 +145,7 @@ class Turn(TurnEnding):
             if self.continuing and self.conversation.origin == Conversation.Origin.MCP:
                 ending = IDLE  # a client's direct calls are decided: no model is asked about their results
             while ending is None:
-                answered = self.store(asked) if asked is not None else self.answer()
+                answered = self.store(asked) if asked is not None else (yield from self.answer())
                 if answered is None:  # the owner's stop request, read by the last write
                     ending = STOPPED
                     break
@@ -175,6 +182,13 @@ class Turn(TurnEnding):
             self.meter.prepare()
             self.meter.add(turns=1)  # counted here when limits apply, else with the turn's end
             self.turn_counted = True
+        title = " ".join(content.split())[:80] if content is not None else None
+        if self.creating and content is not None and not self.attachments and not (reserve and self.meter.urgent):
+            # Nobody can know the conversation before it is stored, nor need refusing: the first write stores it
+            # (a message with files is stored here: its uploads are given to it in the same transaction).
+            token, self.opening = self.ledger.claim_later(content, title or "")
+            self.history.extend(storage.to_openai([self.opening]))
+            return token
         conv, pending = self.conversation, self.meter.pending
         before = conv.status, conv.error, conv.turn_token
 
@@ -182,12 +196,11 @@ class Turn(TurnEnding):
             self.meter.pending = pending
             with transaction.atomic(using=self.ledger.db):
                 storage.relax_durability(self.ledger.db)  # the turn's first durable write (calls, end) takes it
-                token = self._claim(continuing)
+                token = self._claim(continuing, title)
                 opening = None
                 if content is not None:  # the claim just made is the fence of this write
                     opening = storage.add_message(conv, Message.Role.USER, content)
                     attach(opening, self.attachments)
-                    self.ledger.set_title_if_empty(" ".join(content.split())[:80])
                 if reserve and self.meter.urgent:  # the turn, and the message with it, only if a limit has room
                     self.ledger.count_usage(reserve=True, status=before[0])
             return token, opening
@@ -196,6 +209,7 @@ class Turn(TurnEnding):
             token, opening = storage.with_retries(attempt, self.ledger.db)
         except BaseException:
             conv.status, conv.error, conv.turn_token = before  # rolled back with the claim
+            conv._state.adding = self.creating  # and a conversation it inserted with it
             self.ledger.token = None
             raise
         if opening is not None:
@@ -211,18 +225,23 @@ class Turn(TurnEnding):
         )
         return self.ledger.release(counted)
 
-    def _claim(self, continuing: bool) -> uuid.UUID:
+    def _claim(self, continuing: bool, title: str | None = None) -> uuid.UUID:
         conv = self.conversation
+        if self.creating:  # a try again after a rollback inserts it again
+            self.ledger.token = storage.claim_new(conv, title=title or "")
+            return self.ledger.token
         if continuing:
             self.ledger.token = storage.claim(conv, from_statuses=[AWAITING_APPROVAL])
             if self.ledger.token is None:
                 raise ConversationBusy(_("The conversation is not waiting to continue."), status=conv.status)
             return self.ledger.token
-        token = self.ledger.token = storage.claim(conv, from_statuses=[IDLE, FAILED])
+        token = self.ledger.token = storage.claim(conv, from_statuses=[IDLE, FAILED], title=title)
         if token is not None:
             return token
         if self.take_over():
             assert self.ledger.token is not None
+            if title is not None:
+                self.ledger.set_title_if_empty(title)
             return self.ledger.token
         conv.refresh_from_db(fields=["status"])
         if conv.status == AWAITING_APPROVAL:
@@ -263,10 +282,15 @@ class Turn(TurnEnding):
         self.observers.turn_started()
         for hook in self.hooks:
             hook.on_turn_start(self.view)
-        self.history = memory.load(self.assistant, self.conversation)
+        if not self.creating:  # else the history is the message the claim stored, recorded already
+            self.history = memory.load(self.assistant, self.conversation)
+            whole = self.assistant.memory == "full" and self.assistant.history_max_messages is None
+            if whole and self.assistant.history_max_tokens is None:  # it holds every call: their ids are known
+                items = self.history.items
+                self.ledger.call_ids = {call["id"] for item in items for call in item.get("tool_calls", ())}
         self.limits.count_current_turn(self.history.items)
 
-    def answer(self) -> Answered | None:
+    def answer(self) -> Generator[Any, Any, Answered | None]:
         """Ask until the model gives an answer the turn can use, and store it; ``None`` when the owner asked
         the turn to stop (as the turn's last write found), so the model is not asked (again).
 
@@ -274,7 +298,7 @@ class Turn(TurnEnding):
         stored) until the assistant's ``output_retries`` are used up; then it is stored and the turn fails.
         """
         while not self.ledger.stop_requested:
-            reply = self.ask()
+            reply = yield from self.ask()
             if self.output is None or reply.tool_calls:
                 return self.store(reply)
             verdict = self.output.check(reply)
@@ -293,7 +317,7 @@ class Turn(TurnEnding):
         self.record(message)
         return Answered(message=message, calls=calls)
 
-    def ask(self) -> ModelReply:
+    def ask(self) -> Generator[Any, Any, ModelReply]:
         """Send the history and the offered tools to the model once, if the turn's limits leave room for it.
 
         ``before_model_call`` hooks may change the request; ``after_model_call`` hooks see the reply."""
@@ -307,7 +331,11 @@ class Turn(TurnEnding):
         for hook in self.hooks:
             hook.before_model_call(self.view, request)
         with self.observers.model_call(request) as observe:
-            reply = self.client.send(request, on_delta=self.observers.delta if self.view.stream else None)
+            on_delta = self.observers.delta if self.view.stream else None
+            if self.waits:  # the async driver sends it, and sends the reply back
+                reply = yield ModelWait(request=request, on_delta=on_delta)
+            else:
+                reply = self.client.send(request, on_delta=on_delta)
             # What it used counts whatever comes next, and is stored with the next write.
             self.meter.add(tokens=reply.usage.total_tokens, tool_calls=len(reply.tool_calls),
                            cost=self.ledger.cost(reply).amount)  # fmt: skip
@@ -386,8 +414,16 @@ class Turn(TurnEnding):
 
     def record(self, message: Message) -> None:
         """A message this turn stored: it joins the history sent next, and everyone hears of it."""
+        self.announce_opening()
         self.history.extend(storage.to_openai([message]))
         self.observers.message_added(message)
+
+    def announce_opening(self) -> None:
+        """The user's message of a conversation the turn's first write stored (``claim_later``), heard of
+        once it is stored; it is in the history already."""
+        if self.opening is not None and self.opening.pk is not None:
+            opening, self.opening = self.opening, None
+            self.observers.message_added(opening)
 
     def answered(self, call: ToolCall, message: Message) -> None:
         """A call's answer is stored: its message is announced first, then the call's outcome."""

@@ -8,6 +8,7 @@ Anthropic's is imported only when named, so its SDK (the ``[anthropic]`` extra) 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import openai
@@ -59,7 +60,8 @@ def get_model_api(assistant: AssistantLike | None = None) -> ModelAPI:
     name = assistant.get_api() if assistant is not None else toolcalling_settings.API
     implementation = load_model_api(name)
     build = build_anthropic_client if name == "anthropic" else build_openai_client
-    return toolcalling_settings.derived(f"model_api:{name}", lambda: implementation(build()))
+    build_async = async_openai_builder() if name == "chat_completions" else None
+    return toolcalling_settings.derived(f"model_api:{name}", lambda: implementation(build(), build_async))
 
 
 def load_model_api(name: str) -> type[ModelAPI]:
@@ -93,6 +95,16 @@ def build_openai_client() -> openai.OpenAI:
     return openai.OpenAI(
         api_key=s.API_KEY or "not-set", base_url=s.BASE_URL, timeout=s.TIMEOUT, max_retries=s.MAX_RETRIES
     )
+
+
+def async_openai_builder() -> Callable[[], openai.AsyncOpenAI] | None:
+    """What builds the ``openai.AsyncOpenAI`` client of the same settings (one per event loop); ``None`` when a
+    factory builds the client (its async twin is unknown: async turns then wait for the model in a thread)."""
+    s = toolcalling_settings
+    if s.CLIENT_FACTORY or s.OFFLINE_MODEL:
+        return None
+    api_key, base_url, timeout, retries = s.API_KEY or "not-set", s.BASE_URL, s.TIMEOUT, s.MAX_RETRIES
+    return lambda: openai.AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=retries)
 
 
 def build_anthropic_client() -> anthropic.Anthropic:

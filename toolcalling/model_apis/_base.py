@@ -9,10 +9,13 @@ Completions' message shape) and returns a validated ``ModelReply``; what differs
 from __future__ import annotations
 
 import abc
+import asyncio
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from asgiref.sync import sync_to_async
 from django.utils.translation import gettext as _
 
 from ..exceptions import ModelError
@@ -93,12 +96,31 @@ class ModelAPI(abc.ABC):
     client: Any
     """The SDK client requests go through (each API's class names its type)."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, build_async_client: Callable[[], Any] | None = None) -> None:
         self.client = client
+        self.build_async_client = build_async_client
+        """What builds the SDK's async client for ``asend``, when settings describe one (``None``: a thread)."""
+        self._async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+
+    @property
+    def async_client(self) -> Any:
+        """The async client of the running event loop (one per loop: its connections belong to that loop), or
+        ``None`` without a builder."""
+        if self.build_async_client is None:
+            return None
+        loop = asyncio.get_running_loop()
+        if loop not in self._async_clients:
+            self._async_clients[loop] = self.build_async_client()
+        return self._async_clients[loop]
 
     @abc.abstractmethod
     def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
         """Ask the model once. With ``on_delta``, stream the answer and call it with each text delta."""
+
+    async def asend(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
+        """``send`` for an async caller. This default waits in a thread of its own (not the event loop's);
+        an API with an async client waits on the event loop instead, holding no thread."""
+        return await sync_to_async(self.send, thread_sensitive=False)(request, on_delta=on_delta)
 
 
 def invalid(problem: str) -> ModelError:

@@ -35,19 +35,21 @@ class ChatCompletions(ModelAPI):
     client: openai.OpenAI
 
     def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
-        body: dict[str, Any] = {
-            "model": request.model,
-            "messages": without_reasoning(request.messages),
-            **toolcalling_settings.MODEL_OPTIONS,
-            **request.options,
-        }
-        if request.tools:
-            body["tools"] = request.tools
-        options = request_options(body)
+        body, options = request_body(request)
         with sdk_errors():
             if on_delta is not None:
                 return self._stream(body, options, on_delta)
             response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
+            return reply_from_completion(read.parse_json(response.content), request.model)
+
+    async def asend(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
+        """The same request through ``AsyncOpenAI``: the wait for the model holds no thread. A streamed answer
+        (and a client a factory built) still waits in a thread (``ModelAPI.asend``)."""
+        if self.async_client is None or on_delta is not None:
+            return await super().asend(request, on_delta=on_delta)
+        body, options = request_body(request)
+        with sdk_errors():
+            response = await self.async_client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
             return reply_from_completion(read.parse_json(response.content), request.model)
 
     def _stream(self, body: dict[str, Any], options: openai.RequestOptions, on_delta: DeltaCallback) -> ModelReply:
@@ -72,6 +74,19 @@ def sdk_errors() -> Iterator[None]:
         raise ModelError(_("Could not reach the model endpoint: %(error)s") % {"error": exc}) from exc
     except openai.OpenAIError as exc:
         raise ModelError(_("The model request failed: %(error)s") % {"error": exc}) from exc
+
+
+def request_body(request: ModelRequest) -> tuple[dict[str, Any], openai.RequestOptions]:
+    """The JSON body of ``request`` and the SDK's options taken out of it."""
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": without_reasoning(request.messages),
+        **toolcalling_settings.MODEL_OPTIONS,
+        **request.options,
+    }
+    if request.tools:
+        body["tools"] = request.tools
+    return body, request_options(body)
 
 
 def request_options(body: dict[str, Any]) -> openai.RequestOptions:

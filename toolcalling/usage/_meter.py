@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from django.db import router, transaction
+from django.db import connections, router, transaction
 from django.db.models import F, QuerySet
 from django.utils import formats, timezone
 from django.utils.timesince import timeuntil
@@ -178,13 +178,25 @@ class Meter:
         the claim made in it, roll back. N turns at once against a limit of L turns so start at most L.
         """
         ids = self.row_ids(now)
+        increments = counts.increments()
+        if not reserve and increments and connections[counters().db].features.update_can_self_select:
+            # One statement: the rows locked in the order of their ids by its subquery, then added to.
+            in_order = counters().select_for_update().filter(pk__in=ids).order_by("pk").values("pk")
+            if counters().filter(pk__in=in_order).update(updated_at=now, **increments) == len(ids):
+                return
+            # A remembered row is gone (a flushed database): the rows that were there are counted; make the rest.
+            there = lock_counters(ids)
+            rows = list(dict.fromkeys(counted.row(now) for counted in self.counted))  # in ``row_ids``' order
+            fresh = self.row_ids(now, fresh=True)
+            missing = [pk for pk, row in zip(fresh, rows, strict=True) if row not in there]
+            counters().filter(pk__in=missing).update(updated_at=now, **increments)
+            return
         found = lock_counters(ids)
         if len(found) < len(ids):  # a remembered row is gone (a flushed database): make the rows again
             ids = self.row_ids(now, fresh=True)
             found = lock_counters(ids)
         if reserve:
             self.reserve(found, counts, now, status)
-        increments = counts.increments()
         if increments:
             counters().filter(pk__in=ids).update(updated_at=now, **increments)
 

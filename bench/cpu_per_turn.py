@@ -1,0 +1,139 @@
+"""The CPU one turn costs: the DRF POST against ``Assistant.run`` against the hand-written persisting loop.
+
+Run: ``.venv/bin/python bench/cpu_per_turn.py [--turns 40] [--rounds 5] [--postgres]``.
+
+Each side runs the same turn of a conversation made before the clock starts (three requests to the strict
+local server, which runs in a process of its own: the model asks for ``add`` twice, then answers), in this one
+process, sides taking turns round after round. Measured per turn: the CPU time of this process
+(``time.process_time``, the web side) and, with ``--postgres``, that of the PostgreSQL backend serving this
+process's connection (its ``/proc/<pid>/stat``), the database side. Printed: the median per turn of each side
+and the ratios the issue asks about, DRF POST / ``Assistant.run`` and ``Assistant.run`` / the persisting loop,
+each from the same run. Lower is better.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+VAR = Path(os.environ.setdefault("TOOLCALLING_TEST_VAR", tempfile.mkdtemp(prefix="toolcalling-bench-")))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+
+from bench._model import ANSWER, QUESTION, model_server  # noqa: E402
+from bench._postgres import postgres  # noqa: E402
+
+TICKS = os.sysconf("SC_CLK_TCK")
+Side = Callable[[Any], None]  # one turn of the conversation it is given
+
+
+def backend_seconds(pid: int | None) -> float:
+    """User and system CPU seconds of the PostgreSQL backend ``pid`` so far (0 without PostgreSQL)."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime and stime, after the name and state
+
+
+def sides(base_url: str) -> tuple[dict[str, Side], Callable[[], Any]]:
+    """The three sides, and what makes each turn's new conversation."""
+    from django.contrib.auth import get_user_model
+    from rest_framework.test import APIClient
+
+    from bench._persisting_loop import persisting_loop
+    from toolcalling import Assistant
+    from toolcalling.models import Conversation
+
+    class CPUAssistant(Assistant):
+        id = "bench-cpu"
+        instructions = "You add numbers."
+        tools = ["add"]
+
+    user, _ = get_user_model().objects.get_or_create(username="bench-cpu")
+    assistant = Assistant.get("bench-cpu")
+    client = APIClient()
+    client.force_authenticate(user)
+
+    def fresh() -> Conversation:
+        return Conversation.objects.create(user=user, assistant_id="bench-cpu")
+
+    def drf_post(conversation: Conversation) -> None:
+        url = f"/api/toolcalling/conversations/{conversation.pk}/messages/"
+        response = client.post(url, {"content": QUESTION}, format="json")
+        assert response.status_code == 201, response.content
+        assert response.json()["messages"][-1]["content"] == ANSWER
+
+    def assistant_run(conversation: Conversation) -> None:
+        assert assistant.run(user, QUESTION, conversation).reply == ANSWER
+
+    def persisting(conversation: Conversation) -> None:
+        persisting_loop(base_url, user, 1, conversation=conversation)
+
+    return {"DRF POST": drf_post, "Assistant.run": assistant_run, "persisting loop": persisting}, fresh
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--turns", type=int, default=40, help="turns per side and round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--postgres", action="store_true", help="on a private PostgreSQL cluster (else SQLite)")
+    options = parser.parse_args()
+    with ExitStack() as stack:
+        if options.postgres:
+            stack.enter_context(postgres(VAR))
+        import django
+
+        django.setup()
+        from django.conf import settings
+        from django.core.management import call_command
+        from django.db import connection
+        from django.test import override_settings
+
+        call_command("migrate", verbosity=0)
+        base_url = stack.enter_context(model_server())
+        toolcalling = {**settings.TOOLCALLING, "BASE_URL": base_url, "API_KEY": "x", "MAX_RETRIES": 0, "MODEL": "m"}
+        stack.enter_context(override_settings(TOOLCALLING=toolcalling))
+        by_name, fresh = sides(base_url)
+        connection.ensure_connection()
+        pid = None
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                pid = cursor.fetchone()[0]
+        web: dict[str, list[float]] = {name: [] for name in by_name}
+        database: dict[str, list[float]] = {name: [] for name in by_name}
+        for side in by_name.values():  # a warm-up turn each: imports, counter rows, connections
+            side(fresh())
+        for _round in range(options.rounds):
+            for name, side in by_name.items():
+                conversations = [fresh() for _ in range(options.turns)]
+                started, started_db = time.process_time(), backend_seconds(pid)
+                for conversation in conversations:
+                    side(conversation)
+                web[name].append((time.process_time() - started) / options.turns)
+                database[name].append((backend_seconds(pid) - started_db) / options.turns)
+    median = {name: statistics.median(values) for name, values in web.items()}
+    median_db = {name: statistics.median(values) for name, values in database.items()}
+    where = "PostgreSQL" if options.postgres else "SQLite (in this process)"
+    print(f"CPU per turn, median of {options.rounds} rounds of {options.turns} turns; database: {where}")
+    print(f"{'side':<18}{'web ms':>10}{'database ms':>14}")
+    for name in by_name:
+        db = f"{median_db[name] * 1000:>14.2f}" if options.postgres else f"{'-':>14}"
+        print(f"{name:<18}{median[name] * 1000:>10.2f}{db}")
+    print(f"DRF POST / Assistant.run (web): {median['DRF POST'] / median['Assistant.run']:.2f}x")
+    print(f"Assistant.run / persisting loop (web): {median['Assistant.run'] / median['persisting loop']:.2f}x")
+    if options.postgres:
+        ratio = median_db["Assistant.run"] / median_db["persisting loop"]
+        print(f"Assistant.run / persisting loop (database): {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,24 @@
+"""A POST's messages are shown by one serializer built once per process: exactly as a new serializer shows them."""
+
+import json
+
+import pytest
+
+from toolcalling import Assistant
+from toolcalling.api.message_json import messages_json
+from toolcalling.api.serializers import MessageSerializer
+
+
+@pytest.mark.toolcalling(PRICES={"test-model": {"input": "1.25", "output": "10"}})
+def test_the_built_once_serializer_shows_a_turn_as_a_new_one_does(model, alice):
+    model.calls(("add", {"b": 3, "a": 2}), ("whoami", {}), ("no_such_tool", {}))
+    model.calls(("delete_everything", {"confirm": "yes"}))  # waits for approval: no preview without a request
+    result = Assistant.get("helper").run(alice, "Add, then delete everything")
+    messages = result.messages
+    assert {c.status for m in messages for c in m.tool_calls.all()} >= {"succeeded", "failed", "awaiting_approval"}
+    expected = MessageSerializer(messages, many=True).data
+    assert messages_json(messages) == expected
+    assert json.dumps(messages_json(messages)) == json.dumps(expected)  # the same keys in the same order
+    assert messages_json(messages)[1]["tool_calls"][0]["arguments"] == {"a": 2, "b": 3}  # the parameters' order
+    assert messages_json(messages)[1]["cost"] is not None
+    assert messages_json(messages) == messages_json(messages)  # nothing of one call stays in the serializer

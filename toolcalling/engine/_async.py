@@ -1,0 +1,76 @@
+"""A turn driven from async code (``Assistant.arun``): the one loop of ``Turn.iter()``, advanced step by step.
+
+The steps (claims, writes, tool runs) stay the sync code every other driver runs, each advanced in Django's
+thread for sync code (``sync_to_async``); only the wait for the model leaves the loop: the turn yields a
+``ModelWait``, and this driver sends it on the event loop (``ModelAPI.asend``, on ``AsyncOpenAI`` where the
+settings describe one) and sends the reply back in, or throws the error in, where the turn handles it as any
+other model error. So no thread is held while the model answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import sync_to_async
+from pydantic import BaseModel
+
+from ._observers import Listener
+from ._runner import TurnResult, conversation_for
+from ._steps import ModelWait
+from ._turn import Turn
+
+if TYPE_CHECKING:
+    from ..models import Conversation, Message
+    from ..toolkit import AssistantLike
+
+
+def advance(steps: Generator[Any, Any, None], value: Any, error: BaseException | None) -> tuple[bool, Any]:
+    """Run the turn to its next yield: ``(True, None)`` once it is over (a ``StopIteration`` cannot cross into a
+    coroutine)."""
+    try:
+        item = steps.throw(error) if error is not None else steps.send(value)
+    except StopIteration:
+        return True, None
+    return False, item
+
+
+async def drive(turn: Turn, content: str | None, *, claimed: bool = False) -> list[Message]:
+    """Run ``turn`` to its end from async code; the messages it added (errors as ``Turn.run`` raises them)."""
+    turn.waits = True
+    steps = turn.iter(content, claimed=claimed)
+    step = sync_to_async(advance)
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        done, item = await step(steps, value, error)
+        if done:
+            return turn.new_messages
+        value, error = None, None
+        if isinstance(item, ModelWait):
+            try:
+                value = await turn.client.asend(item.request, on_delta=item.on_delta)
+            except BaseException as exc:  # a cancelled wait too: the turn fails, stored, and it is raised on
+                error = exc
+
+
+async def arun_turn(
+    assistant: AssistantLike,
+    user: Any,
+    content: str,
+    conversation: Conversation | None = None,
+    *,
+    output_type: type[BaseModel] | None = None,
+    listeners: list[Listener] | None = None,
+) -> TurnResult:
+    """``run_turn`` for async code: the same turn, with the wait for the model on the event loop."""
+
+    def prepare() -> Turn:
+        conv = conversation_for(assistant, user, conversation, save=False)
+        return Turn(assistant, conv, user=user, listeners=listeners, output_type=output_type)
+
+    turn = await sync_to_async(prepare)()
+    messages = await drive(turn, content)
+    return TurnResult(
+        conversation=turn.conversation, messages=messages, output=turn.output_value, stopped=turn.view.stopped
+    )
