@@ -97,6 +97,7 @@ NEXT_TURN = [
     "INSERT message",  # the user's
     "COMMIT",
     "SELECT message",  # the history, with its calls joined
+    "SELECT attachment",  # the files of the history's user messages, by the range of their ids
     "BEGIN",
     "UPDATE conversation",  # the fence, with the answer's tokens
     "INSERT message",

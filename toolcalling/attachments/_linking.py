@@ -32,7 +32,9 @@ def sendable(user: Any, ids: Sequence[Any], *, more: int = 0, status: str | None
 def attach(message: Message, attachments: Sequence[Attachment]) -> None:
     """Give the uploads to ``message`` (inside the transaction that stores it): a conditional update, so an
     upload a parallel message took meanwhile fails this one (``UnknownAttachment``, the message rolled back)."""
-    if not attachments:
+    if not attachments:  # it carries none: reading its files later (its history entry, its JSON) needs no query
+        cache = getattr(message, "_prefetched_objects_cache", None) or {}
+        message._prefetched_objects_cache = {**cache, "attachments": Attachment.objects.none()}  # type: ignore[attr-defined]
         return
     conversation = message.conversation
     taken = Attachment.objects.filter(

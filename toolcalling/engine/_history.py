@@ -122,7 +122,8 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
                 item["content"] = ""
             out.append(item)
         elif message.role == Message.Role.USER:
-            out.append({"role": "user", "content": with_parts(message.content, message.attachments.all())})
+            files = message.attachments.all() if message.pk is not None else ()  # a message not stored has none
+            out.append({"role": "user", "content": with_parts(message.content, files)})
         else:
             out.append({"role": message.role, "content": message.content})
     return out
