@@ -9,6 +9,7 @@ from toolcalling.api.message_json import messages_json
 from toolcalling.api.serializers import MessageSerializer
 
 
+@pytest.mark.chat_completions  # priced by its test model's name
 @pytest.mark.toolcalling(PRICES={"test-model": {"input": "1.25", "output": "10"}})
 def test_the_built_once_serializer_shows_a_turn_as_a_new_one_does(model, alice):
     model.calls(("add", {"b": 3, "a": 2}), ("whoami", {}), ("no_such_tool", {}))

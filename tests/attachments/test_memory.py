@@ -1,6 +1,7 @@
 """Files in later turns under the memory policies: ``"final"`` keeps them with their question; a token budget
 counts them by estimate and drops the turn they came with when it does not fit."""
 
+import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from tests.attachments import files
@@ -13,6 +14,7 @@ def kinds(message: dict) -> list[str]:
     return [p["type"] for p in content] if isinstance(content, list) else ["text"]
 
 
+@pytest.mark.chat_completions  # reads Chat Completions' parts
 def test_final_memory_keeps_the_files_with_their_question(model, alice):
     image = store(SimpleUploadedFile("shot.png", files.PNG), alice)
     model.call("attached_files", {})
@@ -31,6 +33,7 @@ def test_final_memory_keeps_the_files_with_their_question(model, alice):
     ]
 
 
+@pytest.mark.chat_completions  # reads Chat Completions' parts
 def test_a_token_budget_counts_a_file_by_estimate_and_drops_its_turn(model, alice):
     image = store(SimpleUploadedFile("shot.png", files.PNG), alice)
     model.reply("a1")

@@ -14,12 +14,32 @@ from toolcalling.testing import Reply
 pytestmark = pytest.mark.django_db(transaction=True)  # the turn's writes run in Django's thread for sync code
 
 
+def run(coroutine):
+    """``asyncio.run`` in a thread of its own: the suite's browser (Playwright's sync API) keeps an event loop
+    running in the main thread, as a site's own code may."""
+    outcome = {}
+
+    def target():
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as exc:  # raised again in the test's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(timeout=60)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+@pytest.mark.chat_completions  # the async client is AsyncOpenAI's, on Chat Completions
 def test_an_async_turn_runs_its_calls_and_stores_what_a_sync_turn_stores(model, alice):
     assistant = Assistant.get("helper")
     assert get_model_api(assistant).build_async_client is not None  # the settings' client has an async twin
     model.calls(("add", {"a": 2, "b": 3}))
     model.reply("2 + 3 = 5")
-    result = asyncio.run(assistant.arun(alice, "What is 2 + 3?"))
+    result = run(assistant.arun(alice, "What is 2 + 3?"))
     assert result.reply == "2 + 3 = 5"
     assert [m.role for m in result.messages] == ["user", "assistant", "tool", "assistant"]
     conversation = Conversation.objects.get(pk=result.conversation.pk)
@@ -28,6 +48,7 @@ def test_an_async_turn_runs_its_calls_and_stores_what_a_sync_turn_stores(model, 
     assert [m["role"] for m in model.requests[1]["messages"]] == ["system", "user", "assistant", "tool"]
 
 
+@pytest.mark.chat_completions  # the async client is AsyncOpenAI's, on Chat Completions
 def test_async_turns_wait_for_the_model_at_the_same_time(model, alice):
     both_asked = threading.Barrier(2, timeout=20)  # the server answers each request in a thread of its own
 
@@ -42,7 +63,7 @@ def test_async_turns_wait_for_the_model_at_the_same_time(model, alice):
     async def two_turns():
         return await asyncio.gather(assistant.arun(alice, "one"), assistant.arun(alice, "two"))
 
-    results = asyncio.run(two_turns())
+    results = run(two_turns())
     assert [r.reply for r in results] == ["done", "done"]
     assert Conversation.objects.filter(user=alice, status="idle").count() == 2
 
@@ -50,7 +71,7 @@ def test_async_turns_wait_for_the_model_at_the_same_time(model, alice):
 def test_a_model_error_fails_the_async_turn_as_it_fails_a_sync_one(model, alice):
     model.error(400, "bad request")
     with pytest.raises(ModelError):
-        asyncio.run(Assistant.get("helper").arun(alice, "Hello?"))
+        run(Assistant.get("helper").arun(alice, "Hello?"))
     conversation = Conversation.objects.get(user=alice)
     assert conversation.status == "failed"
     assert list(Message.objects.filter(conversation=conversation).values_list("role", flat=True)) == ["user"]
@@ -58,6 +79,6 @@ def test_a_model_error_fails_the_async_turn_as_it_fails_a_sync_one(model, alice)
 
 def test_a_gated_call_waits_for_approval_in_an_async_turn(model, alice):
     model.calls(("delete_everything", {"confirm": "yes"}))
-    result = asyncio.run(Assistant.get("helper").arun(alice, "Delete everything"))
+    result = run(Assistant.get("helper").arun(alice, "Delete everything"))
     assert result.status == "awaiting_approval"
     assert [c.status for c in result.awaiting_approval] == ["awaiting_approval"]

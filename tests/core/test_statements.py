@@ -107,6 +107,7 @@ NEXT_TURN = [
 ]
 
 
+@pytest.mark.chat_completions  # a scripted reply reuses a call id, which a reasoning model's pairing refuses
 @pytest.mark.django_db(transaction=True)
 def test_a_later_turn_reads_its_history_once_and_no_call_ids(model, alice):
     assistant = Assistant.get("helper")

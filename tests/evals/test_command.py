@@ -77,7 +77,7 @@ def test_a_failing_case_exits_1_and_the_reports_say_which(shop, dataset_file, tm
 def test_every_case_passing_exits_0_and_repeat_gives_pass_rates(shop, dataset_file):
     path = dataset_file(DATASET.split("      - name: wrong_answer")[0])
     code, out = run(path, "--repeat", "2", "--concurrency", "2", "--no-store")
-    assert code == 0
+    assert code == 0, out
     assert "status [1/2]" in out and "status [2/2]" in out
     assert "2/2 passed (100%)" in out and "status: 2/2 (100%)" in out
     assert not EvalRun.objects.exists()

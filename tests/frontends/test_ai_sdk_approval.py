@@ -65,7 +65,7 @@ def test_the_user_declines_with_a_reason_the_model_is_told(chat, model, ops):
     assert not Counter.objects.filter(name="alice").exists()
     (part,) = parts(reply, "tool-move_points")
     assert part["state"] == "output-denied"
-    told = [m for m in model.requests[-1]["messages"] if m["role"] == "tool"]
+    told = [m for m in model.messages(-1) if m["role"] == "tool"]
     assert told[-1]["content"] == "Not run: the user declined this call. Reason: too many"
     model.assert_done()
 

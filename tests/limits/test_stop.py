@@ -16,7 +16,7 @@ from tests.services import wait_until
 from toolcalling import Assistant, approval, streaming
 from toolcalling.engine._storage import Ledger, claim
 from toolcalling.model_apis import ModelReply, RequestedCall, Usage
-from toolcalling.models import Conversation, ToolCall
+from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.testing import Reply
 from toolcalling.testing import ToolCall as ScriptedCall
 
@@ -182,7 +182,9 @@ def test_stopping_a_turn_whose_process_died_ends_it_now(alice, model):
     conversation = Conversation.objects.create(user=alice, assistant_id="helper")
     token = claim(conversation, from_statuses=["idle"])
     calls = [RequestedCall(id="c1", name="add", arguments="{}")]
-    Ledger(conversation, token).add_reply(ModelReply(content=None, tool_calls=calls, usage=Usage()))
+    ledger = Ledger(conversation, token)
+    ledger.add_message(Message.Role.USER, "Add them.")  # every API's history begins with the user's question
+    ledger.add_reply(ModelReply(content=None, tool_calls=calls, usage=Usage()))
     Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now() - timedelta(hours=1))
 
     response = stop(alice, conversation.pk)

@@ -9,7 +9,7 @@ from ._observers import Listener, describe_call
 from ._queue import CONTINUE_CONVERSATION, RUN_APPROVED_TOOL_CALL, RUN_TURN, enqueue
 from ._runner import Stepper, TurnResult, continue_turn, conversation_for, run_claimed_turn, run_turn
 from ._stop import stop_turn
-from ._storage import answer_call_if, send_post_save, set_status, update_call_if, write_db
+from ._storage import answer_call_if, send_post_save, set_status, update_call_if, with_retries, write_db
 from ._structured import OutputSpec
 from ._turn import Turn, tool_definitions
 
@@ -38,5 +38,6 @@ __all__ = [
     "stop_turn",
     "tool_definitions",
     "update_call_if",
+    "with_retries",
     "write_db",
 ]

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Generator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from django.db import transaction
+from django.db import router, transaction
 from django.utils.translation import gettext as _
 from pydantic import BaseModel
 
@@ -285,7 +285,10 @@ class Turn(TurnEnding):
         if not self.creating:  # else the history is the message the claim stored, recorded already
             self.history = memory.load(self.assistant, self.conversation)
             whole = self.assistant.memory == "full" and self.assistant.history_max_messages is None
-            if whole and self.assistant.history_max_tokens is None:  # it holds every call: their ids are known
+            # A history that holds every call, read where the turn writes (not from a replica that may lag),
+            # knows the call ids already taken: no query for them.
+            here = router.db_for_read(Message, instance=self.conversation) == self.ledger.db
+            if whole and self.assistant.history_max_tokens is None and here:
                 items = self.history.items
                 self.ledger.call_ids = {call["id"] for item in items for call in item.get("tool_calls", ())}
         self.limits.count_current_turn(self.history.items)

@@ -19,7 +19,7 @@ from django.db import connections, transaction
 
 from .. import approval
 from ..assistant import Assistant
-from ..engine import continue_turn, write_db
+from ..engine import continue_turn, with_retries, write_db
 from ..exceptions import ImproperlyDefined, TurnError
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
@@ -41,10 +41,16 @@ def run_case(inputs: EvalInputs, *, assistant_id: str | None = None) -> Transcri
     try:
         if serial is not None:
             serial.acquire()
-        with transaction.atomic(using=db):
-            transcript = _run_turns(inputs, Assistant.get(chosen), db)
-            transaction.set_rollback(True, using=db)
-        return transcript
+
+        def rolled_back() -> Transcript:
+            with transaction.atomic(using=db):
+                transcript = _run_turns(inputs, Assistant.get(chosen), db)
+                transaction.set_rollback(True, using=db)
+            return transcript
+
+        # A case is one transaction, rolled back at its end, so cases at once can meet in a deadlock (MariaDB's
+        # locks on their user's rows): nothing of it stays, and the whole case is tried again.
+        return with_retries(rolled_back, db)
     finally:
         if serial is not None:
             serial.release()

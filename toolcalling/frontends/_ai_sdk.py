@@ -81,6 +81,7 @@ class UIMessageStream:
         self.status: str | None = None
         self.stopped = False
         self.failed = False
+        self.error = ""  # the error chunk, sent once the turn's end is stored (its ``turn_end``)
 
     # The Renderer interface --------------------------------------------------------------------------
 
@@ -92,7 +93,7 @@ class UIMessageStream:
         return handler(event.data) if handler is not None else ""
 
     def closing(self) -> str:
-        out = self.end_text() + self.end_step()
+        out, self.error = self.end_text() + self.error + self.end_step(), ""
         reason = "error" if self.failed else FINISH_REASONS.get(self.status or "", "other")
         state: dict[str, Any] = {"conversation": str(self.conversation_id), "status": self.status}
         if self.stopped:
@@ -156,13 +157,17 @@ class UIMessageStream:
         return self.outcome(call)
 
     def on_error(self, data: dict[str, Any]) -> str:
+        # Held until the turn's end: the SDK's chat is done at an error chunk, and a page that reads the
+        # conversation then must find it ``failed`` already.
         self.failed = True
-        return self.end_text() + chunk("error", errorText=data["detail"], code=data.get("code", "turn_failed"))
+        self.error = chunk("error", errorText=data["detail"], code=data.get("code", "turn_failed"))
+        return self.end_text()
 
     def on_turn_end(self, data: dict[str, Any]) -> str:
         self.status = data["status"]
         self.stopped = bool(data.get("stopped"))
-        return ""
+        out, self.error = self.error, ""
+        return out
 
     # Parts -------------------------------------------------------------------------------------------
 
