@@ -24,6 +24,7 @@ from django.conf import settings
 
 from tests import services
 from tests.packaging.conftest import ROOT, Dist, dist  # noqa: F401 - the session's one build of the wheel
+from tests.projects import ProjectDirectory
 from toolcalling.testing import OpenAICompatibleServer, Reply, ScriptedModel, ToolCall
 
 PAGE = ROOT / "docs/existing-project.md"
@@ -57,22 +58,8 @@ def venv(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa:
     return where
 
 
-class Site:
-    """The site's directory and the environment its commands run in (its virtualenv first on PATH)."""
-
-    def __init__(self, root: Path, venv: Path, env: dict[str, str]) -> None:
-        self.root, self.venv, self.env = root, venv, env
-        self.outputs: dict[str, str] = {}
-
-    def run(self, line: str) -> str:
-        argv = shlex.split(line)
-        if argv[:3] == ["python", "manage.py", "createsuperuser"]:
-            argv.append("--noinput")  # username, e-mail and password come from DJANGO_SUPERUSER_*
-        argv[0] = str(self.venv / "bin" / argv[0])
-        result = subprocess.run(argv, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=300)
-        assert result.returncode == 0, f"{line}\n{result.stdout}\n{result.stderr}"
-        self.outputs[line] = result.stdout + result.stderr
-        return result.stdout
+class Site(ProjectDirectory):
+    """The Wagtail site (its virtualenv first on PATH)."""
 
     def shell(self, code: str) -> str:
         return self.run(f"python manage.py shell -c {shlex.quote(code)}")
@@ -88,8 +75,7 @@ class Site:
             path.write_text(path.read_text() + "\n\n" + text + "\n")
 
     def start(self, argv: list[str], log: Path) -> subprocess.Popen:
-        argv = [str(self.venv / "bin" / argv[0]), *argv[1:]]
-        return subprocess.Popen(argv, cwd=self.root, env=self.env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+        return self.popen(argv, log)
 
 
 @pytest.fixture(scope="module")

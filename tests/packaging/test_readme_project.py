@@ -26,6 +26,7 @@ from django.conf import settings
 
 from tests import services
 from tests.packaging.conftest import ROOT, Dist
+from tests.projects import ProjectDirectory
 from tests.streaming.helpers import SSE, Stream, parse, read
 from toolcalling.testing import OpenAICompatibleServer, ScriptedModel
 
@@ -80,23 +81,10 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url + "/0"
 
 
-class Project:
-    """The project directory and the environment its commands run in (the fresh virtualenv first on PATH)."""
+class Project(ProjectDirectory):
+    """The tutorial's project (the fresh virtualenv first on PATH)."""
 
-    def __init__(self, root: Path, venv: Path, env: dict[str, str]) -> None:
-        self.root, self.venv, self.env = root, venv, env
-        self.outputs: dict[str, str] = {}
-
-    def run(self, line: str) -> str:
-        argv = shlex.split(line)
-        if argv[:3] == ["python", "manage.py", "createsuperuser"]:
-            argv.append("--noinput")  # username, e-mail and password come from DJANGO_SUPERUSER_*
-        argv = ["admin" if arg == "<username>" else arg for arg in argv]
-        argv[0] = str(self.venv / "bin" / argv[0])
-        result = subprocess.run(argv, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=300)
-        assert result.returncode == 0, f"{line}\n{result.stdout}\n{result.stderr}"
-        self.outputs[line] = result.stdout + result.stderr
-        return result.stdout
+    placeholders = {"<username>": "admin"}
 
     def write(self, block: Block) -> None:
         path = self.root / str(block.path)
@@ -113,8 +101,7 @@ class Project:
             argv += ["--concurrency=1", "--without-gossip", "--without-mingle"]
         elif argv[1:3] == ["manage.py", "runserver"]:
             argv += [f"127.0.0.1:{port}", "--noreload"]
-        argv[0] = str(self.venv / "bin" / argv[0])
-        return subprocess.Popen(argv, cwd=self.root, env=self.env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+        return self.popen(argv, log)
 
 
 @pytest.fixture(scope="module")
