@@ -83,6 +83,8 @@ def test_a_failing_model_is_a_run_error_with_the_apps_code(live_server, model, c
 
     assert types(events) == [EventType.RUN_STARTED, EventType.RUN_ERROR]
     assert events[-1].code == "model_error" and "engine is on fire" in events[-1].message
+    conv.refresh_from_db()
+    assert conv.status == "failed"  # stored before the client heard of the error
 
 
 def test_another_users_thread_bad_input_and_anonymous_are_refused(live_server, model, conv, bob):

@@ -79,6 +79,7 @@ class AGUIStream:
         self.texts = 0
         self.streamed = False
         self.ended = False
+        self.error = ""  # RUN_ERROR, sent once the turn's failed end is stored (its ``turn_end``)
 
     def emit(self, name: str, **fields: Any) -> str:
         event = getattr(self.ag, name)(**fields)
@@ -96,6 +97,9 @@ class AGUIStream:
     def closing(self) -> str:
         if self.ended:
             return ""
+        if self.error:  # the stream closed between the error and the turn's end
+            self.ended = True
+            return self.error
         status = Conversation.objects.filter(pk=self.conversation_id).values_list("status", flat=True).first()
         if status is None:  # deleted while the run went on: the turn lost its claim and published no end
             from ..exceptions import TurnInterrupted
@@ -155,11 +159,14 @@ class AGUIStream:
         return "" if data.get("status") == ToolCall.Status.APPROVED else self.on_tool_call_finished(data)
 
     def on_error(self, data: dict[str, Any]) -> str:
-        self.ended = True
-        return self.end_text() + self.emit("RunErrorEvent", message=data["detail"], code=data.get("code"))
+        # Held until the turn's end: a client is done at RUN_ERROR, and must find the conversation failed then.
+        self.error = self.emit("RunErrorEvent", message=data["detail"], code=data.get("code"))
+        return self.end_text()
 
     def on_turn_end(self, data: dict[str, Any]) -> str:
         self.ended = True
+        if self.error:  # the run failed: RUN_ERROR ends it, no RUN_FINISHED follows
+            return self.error
         waiting = ToolCall.objects.filter(
             conversation_id=self.conversation_id, status=ToolCall.Status.AWAITING_APPROVAL
         ).order_by("id")
