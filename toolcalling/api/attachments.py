@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..attachments import AttachmentUploadHandler, attachment_storage, may_read, sendable, store
+from ..attachments import AttachmentUploadHandler, attachment_storage, carried, may_read, store
 from ..models import Attachment
 from .errors import ErrorResponses
 from .serializers import AttachmentSerializer
@@ -72,8 +72,5 @@ class AttachmentContentView(ErrorResponses, APIView):
 
 
 def message_attachments(request: Request, ids: list[Any], *, status: str | None = None) -> list[Attachment]:
-    """The uploads a posted message carries: those it names by id (the user's own, not yet sent) and the files
-    of a multipart body's ``files`` field, stored here. The ids and the count are checked before any file is."""
-    files = request.FILES.getlist("files")
-    named = sendable(request.user, ids, more=len(files), status=status)
-    return [*named, *(store(upload, request.user) for upload in files)]
+    """The uploads a posted message carries: those it names by id and the files of a multipart body's ``files``."""
+    return carried(request.user, ids, request.FILES.getlist("files"), status=status)

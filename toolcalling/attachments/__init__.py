@@ -2,7 +2,7 @@
 under generated names, shown to the model as content parts and to tools as ``ctx.attachments``."""
 
 from ._files import AttachedFile, conversation_files, may_read
-from ._linking import attach, sendable
+from ._linking import attach, carried, sendable
 from ._parts import file_part, is_file_part, part_tokens, with_parts
 from ._sniffing import sniff
 from ._storing import (
@@ -21,6 +21,7 @@ __all__ = [
     "AttachedFile",
     "AttachmentUploadHandler",
     "attach",
+    "carried",
     "attachment_settings",
     "attachment_storage",
     "check",

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from django.core.files.uploadedfile import UploadedFile
 from django.utils.translation import gettext as _
 
 from ..exceptions import TooManyAttachments, UnknownAttachment
 from ..models import Attachment, Message
-from ._storing import attachment_settings
+from ._storing import attachment_settings, store
 
 
 def sendable(user: Any, ids: Sequence[Any], *, more: int = 0, status: str | None = None) -> list[Attachment]:
@@ -27,6 +28,15 @@ def sendable(user: Any, ids: Sequence[Any], *, more: int = 0, status: str | None
     if len(found) != len(unique):
         raise UnknownAttachment(status=status)
     return [found[i] for i in unique]
+
+
+def carried(
+    user: Any, ids: Sequence[Any], uploads: Sequence[UploadedFile], *, status: str | None = None
+) -> list[Attachment]:
+    """What a posted message carries: the uploads it names by id (``sendable``) and the files it brings, stored
+    here. The ids and the count are checked before any file is stored."""
+    named = sendable(user, ids, more=len(uploads), status=status)
+    return [*named, *(store(upload, user) for upload in uploads)]
 
 
 def attach(message: Message, attachments: Sequence[Attachment]) -> None:

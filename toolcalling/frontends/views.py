@@ -23,7 +23,7 @@ from ..api.serializers import MessageInputSerializer
 from ..api.streams import EventStreamMixin, is_asgi, queue_turn, stream_turn
 from ..api.throttling import TurnRateThrottle
 from ..api.views import turn_for
-from ..attachments import sendable, store
+from ..attachments import carried
 from . import _ag_ui as ag_ui
 from ._ai_sdk import HEADER, VERSION, UIMessageStream
 from ._requests import ChatRequestSerializer, apply_answers, conversation_of, moving, read_request, turn_start
@@ -79,13 +79,10 @@ class AISDKChatView(ErrorResponses, EventStreamMixin, TurnThrottled, APIView):
         message.is_valid(raise_exception=True)
         content = message.validated_data["content"]
         turn = turn_for(request, conversation, stream=True)
-        if (
-            wanted.files
-        ):  # stored once the assistant and the user's right to it are known, as the messages endpoint does
-            if wanted.background:
-                raise ValidationError({"attachments": [_("A message with attachments cannot run in the background.")]})
-            sendable(request.user, [], more=len(wanted.files), status=conversation.status)  # the count first
-            turn.attachments = [store(upload, request.user) for upload in wanted.files]
+        # The files are stored once the assistant and the user's right to it are known, as messages/ does.
+        if wanted.files and wanted.background:
+            raise ValidationError({"attachments": [_("A message with attachments cannot run in the background.")]})
+        turn.attachments = carried(request.user, [], wanted.files, status=conversation.status)
         if wanted.background:
             after = queue_turn(turn, content)
             return _follow(conversation.pk, after, UIMessageStream(conversation.pk), request)
