@@ -169,6 +169,16 @@ def bob(db):
 
 
 @pytest.fixture
+def fresh_cache() -> Iterator[None]:
+    """Django's cache empty before and after the test (throttle counts and tool listings live there)."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
 def api(alice) -> APIClient:
     client = APIClient()
     client.force_authenticate(alice)

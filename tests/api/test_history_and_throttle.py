@@ -60,15 +60,6 @@ THROTTLED = {
 }
 
 
-@pytest.fixture
-def fresh_cache():
-    from django.core.cache import cache
-
-    cache.clear()
-    yield
-    cache.clear()
-
-
 @override_settings(REST_FRAMEWORK=THROTTLED)
 def test_posting_a_message_is_throttled_per_user_under_its_own_scope(api, conversation, model, bob, fresh_cache):
     url = URL + f"conversations/{conversation['id']}/messages/"

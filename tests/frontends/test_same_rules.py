@@ -5,7 +5,6 @@ import json
 
 import httpx2
 import pytest
-from django.core.cache import cache
 from django.test import override_settings
 
 from toolcalling.models import Conversation, Message
@@ -33,13 +32,6 @@ def agui_body(conversation, text):
 def chunks(response):
     lines = [line.removeprefix("data: ") for line in response.text.splitlines() if line.startswith("data: ")]
     return [json.loads(line) for line in lines if line != "[DONE]"]
-
-
-@pytest.fixture
-def fresh_cache():
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @override_settings(REST_FRAMEWORK=THROTTLED)

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 
 from toolcalling import Assistant
 from toolcalling.toolkit import assistants
@@ -17,11 +16,8 @@ from .helpers import CalcServer
 
 
 @pytest.fixture(autouse=True)
-def fresh_cache() -> Iterator[None]:
+def no_cached_listings(fresh_cache: None) -> None:
     """Tool listings are cached in Django's cache; every test starts without them."""
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture
