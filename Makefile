@@ -66,12 +66,13 @@ $(FRONTEND_JS)/node_modules/.package-lock.json: $(FRONTEND_JS)/package-lock.json
 # The whole suite three times: on SQLite, on PostgreSQL, then on MariaDB, each pass on another model API (Chat
 # Completions, Responses, Anthropic's Messages): the suite runs once on each database and once on each API; tests
 # marked each_api run on all three APIs in every pass, tests marked chat_completions (written for its bodies) on
-# that API. It starts and stops the services it needs itself (redis-server, Celery workers, Chromium, and a
+# that API. The PostgreSQL pass runs the streaming and approval groups under ASGI (uvicorn, Django's ASGI handler),
+# the others under WSGI. It starts and stops the services it needs itself (redis-server, Celery workers, Chromium, and a
 # private PostgreSQL cluster or MariaDB server). One pass after the other: on two cores the PostgreSQL and
 # MariaDB passes run at once took as long (824 s against 828 s).
 test: setup system-packages lint docs $(VENV)/.mysqlclient $(FRONTEND_JS)/node_modules/.package-lock.json
 	TOOLCALLING_TEST_API=chat_completions $(PY) -m pytest
-	TOOLCALLING_TEST_DATABASE=postgresql TOOLCALLING_TEST_API=responses $(PY) -m pytest
+	TOOLCALLING_TEST_DATABASE=postgresql TOOLCALLING_TEST_API=responses TOOLCALLING_TEST_SERVER=asgi $(PY) -m pytest
 	TOOLCALLING_TEST_DATABASE=mariadb TOOLCALLING_TEST_API=anthropic $(PY) -m pytest
 
 # The mutation run over approval/, usage/ and engine/_calls.py (docs/mutation.md); AREAS="approval usage" picks areas.

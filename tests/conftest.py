@@ -11,9 +11,10 @@ from django.contrib.auth import get_user_model
 from django.utils import translation
 from rest_framework.test import APIClient
 
-from tests import mariadb, mutation, services
+from tests import asgi_server, mariadb, mutation, services
 from tests.celery_app import app as celery_app  # noqa: F401  (binds the app's shared tasks to the test site)
 from tests.chromium import browser  # noqa: F401  (one browser for every directory)
+from toolcalling.engine import _turn_loop
 from toolcalling.testing import ScriptedModel
 from toolcalling.testutils import override_model
 
@@ -56,7 +57,8 @@ def pytest_report_header(config):
         database = (
             f"database: sqlite, {where['TEST']['NAME']} (TOOLCALLING_TEST_DATABASE=postgresql or mariadb for those)"
         )
-    return [database, f"model API: {SUITE_API} (TOOLCALLING_TEST_API=chat_completions, responses or anthropic)"]
+    server = f"streaming and approval groups under {asgi_server.SERVER.upper()} (TOOLCALLING_TEST_SERVER=wsgi or asgi)"
+    return [database, f"model API: {SUITE_API} (TOOLCALLING_TEST_API=chat_completions, responses or anthropic)", server]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -108,10 +110,26 @@ def language_ends_with_its_test() -> Iterator[None]:
     translation.deactivate()
 
 
-def live_server_requests(server) -> list[threading.Thread]:
-    """The live server's request threads still running (ThreadingMixIn starts one per connection)."""
+def live_server_requests(server) -> int:
+    """The live server's requests still running: uvicorn's (TOOLCALLING_TEST_SERVER=asgi), else the request threads
+    of pytest-django's server (ThreadingMixIn starts one per connection)."""
+    if isinstance(server, asgi_server.ASGILiveServer):
+        return server.requests_running()
     httpd = server.thread.httpd
-    return [t for t in threading.enumerate() if getattr(getattr(t, "_target", None), "__self__", None) is httpd]
+    return len([t for t in threading.enumerate() if getattr(getattr(t, "_target", None), "__self__", None) is httpd])
+
+
+def turns_running() -> int:
+    current = _turn_loop._current
+    return len(current.running) if current is not None else 0
+
+
+@pytest.fixture(scope="session")
+def asgi_live_server() -> Iterator[asgi_server.ASGILiveServer]:
+    """The test site under uvicorn, for the groups that run under ASGI in that mode (``asgi_server``)."""
+    server = asgi_server.ASGILiveServer()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(autouse=True)
@@ -131,6 +149,8 @@ def requests_end_with_their_test(request) -> Iterator[None]:
         # with the test instead of reconnecting into the next one.
         for context in request.getfixturevalue("browser").contexts:
             context.close()
+    # A streamed turn under ASGI runs on the turn loop, past its response when the reader left: it ends first.
+    services.wait_until(lambda: not turns_running(), timeout=20, what="the turns on the turn loop to end")
     if server is None:
         return
     # 20 s: less than two default keepalives (15 s), so a test that forgot a short one fails here, every time.
@@ -179,10 +199,16 @@ def fresh_cache() -> Iterator[None]:
 
 
 @pytest.fixture
-def api(alice) -> APIClient:
-    client = APIClient()
+def api(alice, request) -> APIClient:
+    # The streaming and approval groups' requests go through ASGI under TOOLCALLING_TEST_SERVER=asgi.
+    client = asgi_server.api_client() if group_of(request) in asgi_server.GROUPS else APIClient()
     client.force_authenticate(alice)
     return client
+
+
+def group_of(request) -> str:
+    """The suite's directory a test is in (``streaming``, ``approval`` …)."""
+    return Path(request.node.path).relative_to(Path(__file__).parent).parts[0]
 
 
 @pytest.fixture

@@ -21,13 +21,19 @@ from django.db import connection
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from tests import services
+from tests import asgi_server, services
 from tests.celery_app import app as celery_app
 from toolcalling.testing import ScriptedModel
 
 BROKER_URL = settings.CELERY_BROKER_URL
 RESULT_BACKEND = settings.CELERY_RESULT_BACKEND
 WORKER_ENV = {"CELERY_BROKER_URL": BROKER_URL, "CELERY_RESULT_BACKEND": RESULT_BACKEND}  # this run's broker
+
+
+@pytest.fixture
+def live_server(live_server, request):
+    """uvicorn under TOOLCALLING_TEST_SERVER=asgi (``tests/asgi_server.py``), else pytest-django's server."""
+    return asgi_server.group_live_server(live_server, request)
 
 
 @pytest.fixture(scope="session")
@@ -104,7 +110,7 @@ def approver(db: Any) -> Any:
 
 @pytest.fixture
 def approver_api(approver: Any) -> APIClient:
-    client = APIClient()
+    client = asgi_server.api_client()
     client.force_authenticate(approver)
     return client
 

@@ -6,8 +6,8 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.test import Client
 
+from tests import asgi_server
 from tests.approvalapp.models import Counter
 from toolcalling.models import Conversation, Message, ToolCall
 
@@ -25,7 +25,7 @@ def waiting(api, ops, model):
 @pytest.fixture
 def admin_client_for(db):
     def login(user):
-        client = Client()
+        client = asgi_server.client()
         client.force_login(user)
         return client
 

@@ -8,9 +8,8 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.test import Client
-from rest_framework.test import APIClient
 
+from tests import asgi_server
 from tests.approvalapp.models import Counter
 from tests.services import wait_until
 from toolcalling.models import Conversation, Message, ToolCall
@@ -29,7 +28,7 @@ def ask(client, conversation_id, model, tool, arguments, text="please"):
 
 
 def logged_in(user):
-    client = Client()
+    client = asgi_server.client()
     client.force_login(user)
     return client
 
@@ -198,7 +197,7 @@ def test_approve_on_the_page_says_a_worker_runs_it_when_it_was_queued(api, ops, 
 def test_four_eyes_a_staff_member_cannot_approve_a_call_from_their_own_conversation(
     approver, model, django_capture_on_commit_callbacks
 ):
-    own = APIClient()
+    own = asgi_server.api_client()
     own.force_authenticate(approver)
     conversation = own.post("/api/toolcalling/conversations/", {"assistant": "ops"}, format="json").json()
     call = ask(own, conversation["id"], model, "bump", {"name": "mine"})

@@ -4,8 +4,7 @@ runs it once; the MCP client reads the outcome with ``get_tool_call_status``."""
 import json
 import os
 
-from django.test import Client
-
+from tests import asgi_server
 from tests.approvalapp.models import Counter
 from tests.mcp.helpers import basic, with_client
 from tests.services import wait_until
@@ -26,7 +25,7 @@ def test_gated_call_over_mcp_is_approved_in_the_admin_and_run_by_the_worker(live
     assert ToolCall.objects.get(pk=call_id).status == "awaiting_approval"
     assert Counter.objects.filter(name="mcp").count() == 0  # not run in the request
 
-    admin = Client()
+    admin = asgi_server.client()
     admin.force_login(approver)
     data = {"action": "approve_selected", "_selected_action": [call_id]}
     page = admin.post("/admin/toolcalling/toolcall/", data, follow=True).content.decode()

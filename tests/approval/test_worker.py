@@ -7,6 +7,7 @@ import threading
 import pytest
 from django.db import connection
 
+from tests import asgi_server
 from tests.approvalapp.models import Counter
 from tests.services import wait_until
 from toolcalling import approval
@@ -99,13 +100,11 @@ def test_racing_approvers_run_the_tool_once(api, ops, approver, worker_model):
 
 
 def test_approve_racing_reject_through_the_api_has_one_winner(api, ops, approver, worker_model):
-    from rest_framework.test import APIClient
-
     call = gated_call(api, ops, worker_model, "duel")
     worker_model.reply("Decided.")
 
     def decide(verb):
-        client = APIClient()
+        client = asgi_server.api_client()
         client.force_authenticate(approver)
         return client.post(f"/api/toolcalling/tool-calls/{call.pk}/{verb}/", {"reason": "no"}, format="json")
 

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import connection
 from django.test import override_settings
 
-from tests import services
+from tests import asgi_server, services
 from tests.celery_app import app as celery_app
 from toolcalling import streaming as events
 from toolcalling.models import Conversation
@@ -20,6 +20,12 @@ from toolcalling.testing import ScriptedModel
 REDIS_PORT = int(os.environ.get("TOOLCALLING_TEST_EVENTS_REDIS_PORT") or services.free_port())
 BROKER_URL = f"redis://127.0.0.1:{REDIS_PORT}/0"
 EVENTS_URL = f"redis://127.0.0.1:{REDIS_PORT}/1"
+
+
+@pytest.fixture
+def live_server(live_server, request):
+    """uvicorn under TOOLCALLING_TEST_SERVER=asgi (``tests/asgi_server.py``), else pytest-django's server."""
+    return asgi_server.group_live_server(live_server, request)
 
 
 @pytest.fixture

@@ -1,15 +1,19 @@
 """Streamed turns and the events endpoint under an ASGI server (uvicorn), read with a real HTTP client."""
 
 import socket
+import sys
 import threading
+import traceback
 from collections.abc import Iterator
+from typing import Any
 
 import httpx2
 import pytest
 import uvicorn
 
 from tests.services import wait_until
-from toolcalling.models import Message
+from toolcalling.models import Conversation, Message
+from toolcalling.testing import Reply
 
 from .helpers import AUTH, SSE, get_events, post_streamed, read
 
@@ -94,8 +98,6 @@ def test_background_turn_is_accepted_and_followed_under_asgi(asgi_url, model, co
 def test_idle_event_streams_do_not_hold_up_a_streamed_turn_under_asgi(asgi_url, model, conv, alice):
     """Far more idle readers than the server's thread pool has threads: a streamed turn still goes through
     before any of them needs its first keepalive (an idle reader waits on the event loop, not in a thread)."""
-    from toolcalling.models import Conversation
-
     idle = [Conversation.objects.create(user=alice, assistant_id="helper") for _ in range(24)]
     opened = threading.Barrier(len(idle) + 1)
     seen: list[list[str]] = [[] for _ in idle]
@@ -124,3 +126,47 @@ def test_idle_event_streams_do_not_hold_up_a_streamed_turn_under_asgi(asgi_url, 
     assert stream.types[-1] == "turn_end"
     # Every idle reader is still in its first quiet stretch: none has needed a keepalive yet.
     assert all(not any("keepalive" in line for line in lines) for lines in seen)
+
+
+def model_waits_in_threads() -> list[str]:
+    """The threads of this process that are inside a model API's sync ``send``: each would be a thread a
+    waiting turn holds (the strict server answering in this process is not a model API's code)."""
+    here = []
+    for thread_id, frame in sys._current_frames().items():
+        stack = traceback.extract_stack(frame)
+        if any("/toolcalling/model_apis/" in f.filename and f.name == "send" for f in stack):
+            here.append(str(thread_id))
+    return here
+
+
+def test_streamed_turns_under_asgi_wait_for_the_model_holding_no_thread(asgi_url, model, alice):
+    """Several streamed turns at once: while every one of them waits for the model (their requests all at the
+    server together), no thread of the process is waiting in a model API's ``send``."""
+    turns = 6
+    conversations = [Conversation.objects.create(user=alice, assistant_id="helper") for _ in range(turns)]
+    all_asked = threading.Barrier(turns + 1, timeout=30)
+    seen_during_wait: list[list[str]] = []
+
+    def answer(body):
+        all_asked.wait()  # every turn's request is in flight
+        all_asked.wait()  # the test has looked at the threads
+        return Reply(content="Answered.")
+
+    for _ in range(turns):
+        model.respond(answer)
+    results: list[Any] = [None] * turns
+
+    def post(index: int) -> None:
+        results[index] = post_streamed(asgi_url, conversations[index].pk, "hi")
+
+    posters = [threading.Thread(target=post, args=(n,)) for n in range(turns)]
+    for poster in posters:
+        poster.start()
+    all_asked.wait()
+    seen_during_wait.append(model_waits_in_threads())
+    all_asked.wait()
+    for poster in posters:
+        poster.join(30)
+    assert seen_during_wait == [[]]
+    assert [r.types[-1] for r in results] == ["turn_end"] * turns
+    assert Conversation.objects.filter(pk__in=[c.pk for c in conversations], status="idle").count() == turns

@@ -1,7 +1,9 @@
 """Streamed and background turns over HTTP, and ``GET conversations/{id}/events/``.
 
-A streamed turn runs in its own thread and publishes to the conversation's event stream; the response
-reads that stream back. So the POST answer, the events endpoint and a later reconnect all carry the
+A streamed turn publishes to the conversation's event stream and the response reads that stream back. Under
+WSGI the turn runs in a thread of its own and the response is read by the request's thread; under ASGI the turn
+runs on the process's turn loop and the response is read on the server's loop, so neither holds a thread while
+the model answers. So the POST answer, the events endpoint and a later reconnect all carry the
 same numbered events, and a client that hangs up mid-answer resumes from its last event id.
 """
 
@@ -28,7 +30,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import streaming
-from ..engine import RUN_TURN, Turn, enqueue
+from ..engine import RUN_TURN, Turn, drive, enqueue, start_on_turn_loop
 from ..exceptions import EventsUnavailable, TaskQueueUnavailable, TurnError
 from ..models import Conversation
 from .errors import ErrorResponses
@@ -58,37 +60,57 @@ class EventStreamMixin:
 def stream_turn(
     request: Request, turn: Turn, content: str, renderer: streaming.Renderer | None = None
 ) -> HttpResponseBase:
-    """Claim the conversation (``ConversationBusy`` propagates: the caller answers 409), run the turn
-    in a thread, and stream its events until ``turn_end`` (written by ``renderer``: the app's own SSE unless
-    a frontend protocol's is given)."""
+    """Claim the conversation (``ConversationBusy`` propagates: the caller answers 409), run the turn (in a
+    thread under WSGI, on the turn loop under ASGI), and stream its events until ``turn_end`` (written by
+    ``renderer``: the app's own SSE unless a frontend protocol's is given)."""
     conversation_id = turn.conversation.pk
     store = streaming.get_store()
     turn.claim()
     # Never raises: with the store unreachable the turn streams from this process (its in-process fallback).
     backend, after = store.for_stream(str(conversation_id))
     done = threading.Event()
-    language = translation.get_language()  # the request's: the thread starts with none of its own
+    language = translation.get_language()  # the request's: the turn's thread or task starts with none of its own
+    asgi = is_asgi(request)
+
+    def ended(exc: BaseException | None) -> None:
+        if isinstance(exc, TurnError):
+            # Stored as the conversation's error and published as an ``error`` event by the turn.
+            logger.info("streamed turn of %s failed: %s", conversation_id, exc)
+        elif exc is not None:
+            logger.error("streamed turn of %s stopped on an internal error", conversation_id, exc_info=exc)
+        store.release(str(conversation_id))  # the reader keeps its backend and reads on to turn_end
+        done.set()
 
     def work() -> None:
+        error: BaseException | None = None
         try:
             with translation.override(language):
                 turn.run(content, claimed=True)
-        except TurnError as exc:
-            # Stored as the conversation's error and published as an ``error`` event by the turn.
-            logger.info("streamed turn of %s failed: %s", conversation_id, exc)
-        except Exception:
-            logger.exception("streamed turn of %s stopped on an internal error", conversation_id)
+        except Exception as exc:
+            error = exc
         finally:
-            store.release(str(conversation_id))  # the reader keeps its backend and reads on to turn_end
-            done.set()
+            ended(error)
             connections.close_all()  # this thread's connections only
 
-    # Not a daemon: a turn whose reader hung up still finishes and is stored.
-    threading.Thread(target=work, name=f"toolcalling-turn-{conversation_id}").start()
+    async def awork() -> None:
+        error: BaseException | None = None
+        try:
+            with translation.override(language):
+                await drive(turn, content, claimed=True)
+        except Exception as exc:
+            error = exc
+        finally:
+            ended(error)
+
+    if asgi:
+        start_on_turn_loop(awork())
+    else:
+        # Not a daemon: a turn whose reader hung up still finishes and is stored.
+        threading.Thread(target=work, name=f"toolcalling-turn-{conversation_id}").start()
     follower = streaming.Follower(
         after, until=lambda e: e.type == "turn_end", idle_timeout=math.inf, finished=done.is_set, renderer=renderer
     )
-    return streaming.sse_response(conversation_id, follower, asgi=is_asgi(request), backend=backend)
+    return streaming.sse_response(conversation_id, follower, asgi=asgi, backend=backend)
 
 
 def start_background_turn(request: Request, turn: Turn, content: str) -> Response:

@@ -12,6 +12,7 @@ from ._stop import stop_turn
 from ._storage import answer_call_if, send_post_save, set_status, update_call_if, with_retries, write_db
 from ._structured import OutputSpec
 from ._turn import Turn, tool_definitions
+from ._turn_loop import start as start_on_turn_loop
 
 __all__ = [
     "CONTINUE_CONVERSATION",
@@ -35,6 +36,7 @@ __all__ = [
     "run_turn",
     "send_post_save",
     "set_status",
+    "start_on_turn_loop",
     "stop_turn",
     "tool_definitions",
     "update_call_if",

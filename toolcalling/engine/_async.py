@@ -13,6 +13,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
+from django.db import close_old_connections
 from pydantic import BaseModel
 
 from ._observers import Listener
@@ -27,11 +28,15 @@ if TYPE_CHECKING:
 
 def advance(steps: Generator[Any, Any, None], value: Any, error: BaseException | None) -> tuple[bool, Any]:
     """Run the turn to its next yield: ``(True, None)`` once it is over (a ``StopIteration`` cannot cross into a
-    coroutine)."""
+    coroutine). The thread's database connections are kept or closed by ``CONN_MAX_AGE`` around it, as Django
+    does around a request, since an executor's threads never see a request end."""
+    close_old_connections()
     try:
         item = steps.throw(error) if error is not None else steps.send(value)
     except StopIteration:
         return True, None
+    finally:
+        close_old_connections()
     return False, item
 
 
@@ -39,7 +44,7 @@ async def drive(turn: Turn, content: str | None, *, claimed: bool = False) -> li
     """Run ``turn`` to its end from async code; the messages it added (errors as ``Turn.run`` raises them)."""
     turn.waits = True
     steps = turn.iter(content, claimed=claimed)
-    step = sync_to_async(advance)
+    step = sync_to_async(advance, thread_sensitive=False)
     value: Any = None
     error: BaseException | None = None
     while True:
