@@ -11,30 +11,13 @@ from toolcalling.model_apis import get_model_api
 from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.testing import Reply
 
+from ..aio import run
+
 pytestmark = pytest.mark.django_db(transaction=True)  # the turn's writes run in Django's thread for sync code
 
 
-def run(coroutine):
-    """``asyncio.run`` in a thread of its own: the suite's browser (Playwright's sync API) keeps an event loop
-    running in the main thread, as a site's own code may."""
-    outcome = {}
-
-    def target():
-        try:
-            outcome["value"] = asyncio.run(coroutine)
-        except BaseException as exc:  # raised again in the test's thread
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join(timeout=60)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-
-
-@pytest.mark.chat_completions  # the async client is AsyncOpenAI's, on Chat Completions
-def test_an_async_turn_runs_its_calls_and_stores_what_a_sync_turn_stores(model, alice):
+@pytest.mark.each_api  # every model API has its SDK's async client
+def test_an_async_turn_runs_its_calls_and_stores_what_a_sync_turn_stores(model, model_api, alice):
     assistant = Assistant.get("helper")
     assert get_model_api(assistant).build_async_client is not None  # the settings' client has an async twin
     model.calls(("add", {"a": 2, "b": 3}))
@@ -45,11 +28,11 @@ def test_an_async_turn_runs_its_calls_and_stores_what_a_sync_turn_stores(model, 
     conversation = Conversation.objects.get(pk=result.conversation.pk)
     assert conversation.status == "idle"
     assert ToolCall.objects.get(conversation=conversation).result == "5"
-    assert [m["role"] for m in model.requests[1]["messages"]] == ["system", "user", "assistant", "tool"]
+    assert [m["role"] for m in model.messages(1)] == ["system", "user", "assistant", "tool"]
 
 
-@pytest.mark.chat_completions  # the async client is AsyncOpenAI's, on Chat Completions
-def test_async_turns_wait_for_the_model_at_the_same_time(model, alice):
+@pytest.mark.each_api
+def test_async_turns_wait_for_the_model_at_the_same_time(model, model_api, alice):
     both_asked = threading.Barrier(2, timeout=20)  # the server answers each request in a thread of its own
 
     def answer(body):

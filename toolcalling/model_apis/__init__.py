@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import openai
 from django.core.exceptions import ImproperlyConfigured
@@ -56,12 +56,14 @@ __all__ = [
 
 def get_model_api(assistant: AssistantLike | None = None) -> ModelAPI:
     """The model API ``assistant`` speaks (``Assistant.api``; without one, ``TOOLCALLING["API"]``), built from
-    ``TOOLCALLING`` once per API (and again when the setting changes)."""
+    ``TOOLCALLING`` once per API (and again when the setting changes), with what builds its async client."""
     name = assistant.get_api() if assistant is not None else toolcalling_settings.API
     implementation = load_model_api(name)
-    build = build_anthropic_client if name == "anthropic" else build_openai_client
-    build_async = async_openai_builder() if name == "chat_completions" else None
-    return toolcalling_settings.derived(f"model_api:{name}", lambda: implementation(build(), build_async))
+    build: Callable[[], Any] = build_anthropic_client if name == "anthropic" else build_openai_client
+    build_async: Callable[[], Callable[[], Any] | None] = (
+        async_anthropic_builder if name == "anthropic" else async_openai_builder
+    )
+    return toolcalling_settings.derived(f"model_api:{name}", lambda: implementation(build(), build_async()))
 
 
 def load_model_api(name: str) -> type[ModelAPI]:
@@ -92,19 +94,22 @@ def build_openai_client() -> openai.OpenAI:
     factory = s.CLIENT_FACTORY or (OFFLINE_CLIENT_FACTORY if s.OFFLINE_MODEL else None)
     if factory:
         return import_string(factory)()
-    return openai.OpenAI(
-        api_key=s.API_KEY or "not-set", base_url=s.BASE_URL, timeout=s.TIMEOUT, max_retries=s.MAX_RETRIES
-    )
+    return openai.OpenAI(**_openai_arguments())
 
 
 def async_openai_builder() -> Callable[[], openai.AsyncOpenAI] | None:
     """What builds the ``openai.AsyncOpenAI`` client of the same settings (one per event loop); ``None`` when a
     factory builds the client (its async twin is unknown: async turns then wait for the model in a thread)."""
-    s = toolcalling_settings
-    if s.CLIENT_FACTORY or s.OFFLINE_MODEL:
+    if toolcalling_settings.CLIENT_FACTORY or toolcalling_settings.OFFLINE_MODEL:
         return None
-    api_key, base_url, timeout, retries = s.API_KEY or "not-set", s.BASE_URL, s.TIMEOUT, s.MAX_RETRIES
-    return lambda: openai.AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=retries)
+    arguments = _openai_arguments()
+    return lambda: openai.AsyncOpenAI(**arguments)
+
+
+def _openai_arguments() -> dict[str, Any]:
+    s = toolcalling_settings
+    return {"api_key": s.API_KEY or "not-set", "base_url": s.BASE_URL, "timeout": s.TIMEOUT,
+            "max_retries": s.MAX_RETRIES}  # fmt: skip
 
 
 def build_anthropic_client() -> anthropic.Anthropic:
@@ -114,11 +119,30 @@ def build_anthropic_client() -> anthropic.Anthropic:
     model answers this API too."""
     import anthropic
 
+    arguments = _anthropic_arguments()
+    if arguments is None:
+        return import_string(OFFLINE_ANTHROPIC_CLIENT_FACTORY)()
+    return anthropic.Anthropic(**arguments)
+
+
+def async_anthropic_builder() -> Callable[[], anthropic.AsyncAnthropic] | None:
+    """What builds the ``anthropic.AsyncAnthropic`` client of the same settings (one per event loop); ``None``
+    for the offline model's client (its async twin is unknown: async turns then wait for it in a thread)."""
+    import anthropic
+
+    arguments = _anthropic_arguments()
+    if arguments is None:
+        return None
+    return lambda: anthropic.AsyncAnthropic(**arguments)
+
+
+def _anthropic_arguments() -> dict[str, Any] | None:
+    """The Anthropic client's arguments from settings; ``None`` when the offline model's factory builds it."""
     s = toolcalling_settings
     if s.OFFLINE_MODEL and not s.CLIENT_FACTORY:
-        return import_string(OFFLINE_ANTHROPIC_CLIENT_FACTORY)()
+        return None
     api_key = s.user_settings.get("API_KEY") or os.environ.get("ANTHROPIC_API_KEY") or "not-set"
     base_url = s.user_settings.get("BASE_URL") or os.environ.get("ANTHROPIC_BASE_URL") or None
     if base_url:
         base_url = base_url.rstrip("/").removesuffix("/v1")
-    return anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=s.TIMEOUT, max_retries=s.MAX_RETRIES)
+    return {"api_key": api_key, "base_url": base_url, "timeout": s.TIMEOUT, "max_retries": s.MAX_RETRIES}

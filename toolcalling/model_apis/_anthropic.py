@@ -53,34 +53,34 @@ class Anthropic(ModelAPI):
     client: anthropic.Anthropic
 
     def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
-        system, messages = to_messages(request.messages)
-        body: dict[str, Any] = {"model": request.model, "max_tokens": DEFAULT_MAX_TOKENS}
-        if system:
-            body["system"] = [{"type": "text", "text": system, "cache_control": CACHE_POINT}]
-        if request.tools:
-            tools = [anthropic_tool(tool) for tool in request.tools]
-            tools[-1] = {**tools[-1], "cache_control": CACHE_POINT}
-            body["tools"] = tools
-        body["messages"] = messages
-        body.update(options_for_messages({**toolcalling_settings.MODEL_OPTIONS, **request.options}))
-        options = request_options(body)
+        body, options = request_body(request)
         with sdk_errors():
-            if on_delta is not None:
-                return self._stream(body, options, on_delta)
-            response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
-            return reading.reply_from_message(read.parse_json(response.content), request.model)
+            if on_delta is None:
+                response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
+                return reading.reply_from_message(read.parse_json(response.content), request.model)
+            # A server that answers with one JSON message instead of a stream is read as such.
+            response = self.client.post(PATH, body={**body, "stream": True}, options=options, cast_to=httpx2.Response,
+                                        stream=True)  # fmt: skip
+            model = body["model"]
+            assembler = reading.EventAssembler(model, on_delta)
+            return read.streamed_reply(response, model, on_delta, reading.reply_from_message, assembler)
 
-    def _stream(self, body: dict[str, Any], options: anthropic.RequestOptions, on_delta: DeltaCallback) -> ModelReply:
-        """Stream an answer; a server that answers with one JSON message instead is read as such."""
-        response = self.client.post(PATH, body={**body, "stream": True}, options=options, cast_to=httpx2.Response,
-                                    stream=True)  # fmt: skip
-        return read.streamed_reply(
-            response,
-            body["model"],
-            on_delta,
-            reading.reply_from_message,
-            reading.EventAssembler(body["model"], on_delta),
-        )
+    async def asend(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
+        """``send`` through ``AsyncAnthropic``, streamed or not: the wait for the model holds no thread. The
+        offline model's client (its async twin unknown) still waits in a thread (``ModelAPI.asend``)."""
+        client = self.async_client
+        if client is None:
+            return await super().asend(request, on_delta=on_delta)
+        body, options = request_body(request)
+        with sdk_errors():
+            if on_delta is None:
+                response = await client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
+                return reading.reply_from_message(read.parse_json(response.content), request.model)
+            response = await client.post(PATH, body={**body, "stream": True}, options=options, cast_to=httpx2.Response,
+                                         stream=True)  # fmt: skip
+            model = body["model"]
+            assembler = reading.EventAssembler(model, on_delta)
+            return await read.astreamed_reply(response, model, on_delta, reading.reply_from_message, assembler)
 
 
 @contextmanager
@@ -98,6 +98,22 @@ def sdk_errors() -> Iterator[None]:
         raise ModelError(_("Could not reach the model endpoint: %(error)s") % {"error": exc}) from exc
     except anthropic.AnthropicError as exc:
         raise ModelError(_("The model request failed: %(error)s") % {"error": exc}) from exc
+
+
+def request_body(request: ModelRequest) -> tuple[dict[str, Any], anthropic.RequestOptions]:
+    """The JSON body of ``request`` in the Messages form (cache points on the last tool and the system prompt),
+    and the SDK's options taken out of it."""
+    system, messages = to_messages(request.messages)
+    body: dict[str, Any] = {"model": request.model, "max_tokens": DEFAULT_MAX_TOKENS}
+    if system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": CACHE_POINT}]
+    if request.tools:
+        tools = [anthropic_tool(tool) for tool in request.tools]
+        tools[-1] = {**tools[-1], "cache_control": CACHE_POINT}
+        body["tools"] = tools
+    body["messages"] = messages
+    body.update(options_for_messages({**toolcalling_settings.MODEL_OPTIONS, **request.options}))
+    return body, request_options(body)
 
 
 def request_options(body: dict[str, Any]) -> anthropic.RequestOptions:

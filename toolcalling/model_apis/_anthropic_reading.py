@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -120,11 +119,6 @@ class EventAssembler:
             self._add(index, read.json_object(event.get("delta"), "a content block delta"))
         elif kind == "content_block_stop":
             self._close(index)
-
-    def feed_lines(self, lines: Iterable[str]) -> None:
-        """Read server-sent events: ``data:`` lines carry events (their ``type`` names them); others are skipped."""
-        for data in read.event_data(lines):
-            self.feed(data)
 
     def finish(self) -> ModelReply:
         if self.message is None or not self.stopped:

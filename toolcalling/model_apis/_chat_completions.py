@@ -9,7 +9,7 @@ every call a usable, unique id.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -37,28 +37,32 @@ class ChatCompletions(ModelAPI):
     def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
         body, options = request_body(request)
         with sdk_errors():
-            if on_delta is not None:
-                return self._stream(body, options, on_delta)
-            response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
-            return reply_from_completion(read.parse_json(response.content), request.model)
+            if on_delta is None:
+                response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
+                return reply_from_completion(read.parse_json(response.content), request.model)
+            # A server that answers with one JSON completion instead of a stream is read as such.
+            response = self.client.post(PATH, body=streamed(body), options=options, cast_to=httpx2.Response,
+                                        stream=True)  # fmt: skip
+            model = body["model"]
+            assembler = StreamAssembler(model, on_delta)
+            return read.streamed_reply(response, model, on_delta, reply_from_completion, assembler)
 
     async def asend(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
-        """The same request through ``AsyncOpenAI``: the wait for the model holds no thread. A streamed answer
-        (and a client a factory built) still waits in a thread (``ModelAPI.asend``)."""
-        if self.async_client is None or on_delta is not None:
+        """``send`` through ``AsyncOpenAI``, streamed or not: the wait for the model holds no thread. A client a
+        factory built (its async twin unknown) still waits in a thread (``ModelAPI.asend``)."""
+        client = self.async_client
+        if client is None:
             return await super().asend(request, on_delta=on_delta)
         body, options = request_body(request)
         with sdk_errors():
-            response = await self.async_client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
-            return reply_from_completion(read.parse_json(response.content), request.model)
-
-    def _stream(self, body: dict[str, Any], options: openai.RequestOptions, on_delta: DeltaCallback) -> ModelReply:
-        """Stream an answer; a server that answers with one JSON completion instead is read as such."""
-        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
-        response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response, stream=True)
-        return read.streamed_reply(
-            response, body["model"], on_delta, reply_from_completion, StreamAssembler(body["model"], on_delta)
-        )
+            if on_delta is None:
+                response = await client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
+                return reply_from_completion(read.parse_json(response.content), request.model)
+            response = await client.post(PATH, body=streamed(body), options=options, cast_to=httpx2.Response,
+                                         stream=True)  # fmt: skip
+            model = body["model"]
+            assembler = StreamAssembler(model, on_delta)
+            return await read.astreamed_reply(response, model, on_delta, reply_from_completion, assembler)
 
 
 @contextmanager
@@ -87,6 +91,11 @@ def request_body(request: ModelRequest) -> tuple[dict[str, Any], openai.RequestO
     if request.tools:
         body["tools"] = request.tools
     return body, request_options(body)
+
+
+def streamed(body: dict[str, Any]) -> dict[str, Any]:
+    """The body of a streamed request, with usage in its last chunk."""
+    return {**body, "stream": True, "stream_options": {"include_usage": True}}
 
 
 def request_options(body: dict[str, Any]) -> openai.RequestOptions:
@@ -200,11 +209,6 @@ class StreamAssembler:
             self._add_calls(delta.get("tool_calls"))
             if choice.get("finish_reason"):
                 self.reply.finish_reason = read.string(choice["finish_reason"])
-
-    def feed_lines(self, lines: Iterable[str]) -> None:
-        """Read server-sent events: ``data:`` lines carry chunks, ``[DONE]`` ends; other fields are skipped."""
-        for data in read.event_data(lines):
-            self.feed(data)
 
     def finish(self) -> ModelReply:
         if not self.chunks:

@@ -4,8 +4,10 @@ a malformed answer becomes a ``ModelError`` (``invalid``) before anything of it 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from typing import Any, Protocol
+
+import httpx2
 
 from ._base import DeltaCallback, ModelReply, Usage, invalid
 
@@ -16,18 +18,6 @@ def parse_json(raw: bytes | str) -> Any:
     except (ValueError, RecursionError):
         preview = raw[:60] if isinstance(raw, str) else raw[:60].decode("utf-8", "replace")
         raise invalid(f"the body is not JSON ({preview!r})")
-
-
-def event_data(lines: Iterable[str]) -> Iterator[Any]:
-    """The parsed JSON of a server-sent event stream's ``data:`` lines, until ``[DONE]``; other fields are skipped."""
-    for line in lines:
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            return
-        if payload:
-            yield parse_json(payload)
 
 
 def arguments(value: Any) -> str:
@@ -99,22 +89,61 @@ def string(value: Any) -> str:
 
 
 class Assembler(Protocol):
-    """What reads one API's event stream into a reply."""
+    """What reads one API's event stream into a reply, one event (parsed JSON) at a time."""
 
-    def feed_lines(self, lines: Iterable[str]) -> None: ...
+    def feed(self, data: Any) -> None: ...
     def finish(self) -> ModelReply: ...
 
 
-def streamed_reply(response: Any, model: str, on_delta: DeltaCallback, parse: Callable[[Any, str], ModelReply],
-                   assembler: Assembler) -> ModelReply:  # fmt: skip
+def feed_line(assembler: Assembler, line: str) -> bool:
+    """Feed one line of a server-sent event stream to ``assembler`` (``data:`` lines carry its events, other
+    fields are skipped); ``False`` once ``[DONE]`` ends the stream."""
+    if line.startswith("data:"):
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            return False
+        if payload:
+            assembler.feed(parse_json(payload))
+    return True
+
+
+def is_json(response: httpx2.Response) -> bool:
+    """Whether a server asked to stream sent one JSON body instead (some compatible servers do)."""
+    return response.headers.get("content-type", "").startswith("application/json")
+
+
+def body_reply(raw: bytes, model: str, on_delta: DeltaCallback, parse: Callable[[Any, str], ModelReply]) -> ModelReply:
+    """The one JSON body a server sent instead of a stream (``parse`` reads it); its text is one delta."""
+    reply = parse(parse_json(raw), model)
+    if reply.content:
+        on_delta(reply.content)
+    return reply
+
+
+def streamed_reply(response: httpx2.Response, model: str, on_delta: DeltaCallback,
+                   parse: Callable[[Any, str], ModelReply], assembler: Assembler) -> ModelReply:  # fmt: skip
     """A streamed answer, or the one JSON body a server sent instead (``parse`` reads it); closed either way."""
     try:
-        if response.headers.get("content-type", "").startswith("application/json"):
-            reply = parse(parse_json(response.read()), model)
-            if reply.content:
-                on_delta(reply.content)
-            return reply
-        assembler.feed_lines(response.iter_lines())
+        if is_json(response):
+            return body_reply(response.read(), model, on_delta, parse)
+        for line in response.iter_lines():
+            if not feed_line(assembler, line):
+                break
         return assembler.finish()
     finally:
         response.close()
+
+
+async def astreamed_reply(response: httpx2.Response, model: str, on_delta: DeltaCallback,
+                          parse: Callable[[Any, str], ModelReply], assembler: Assembler) -> ModelReply:  # fmt: skip
+    """``streamed_reply`` of an async response, read on the event loop; closed either way (a cancelled read
+    too, so its connection is not left half read)."""
+    try:
+        if is_json(response):
+            return body_reply(await response.aread(), model, on_delta, parse)
+        async for line in response.aiter_lines():
+            if not feed_line(assembler, line):
+                break
+        return assembler.finish()
+    finally:
+        await response.aclose()

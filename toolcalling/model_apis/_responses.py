@@ -9,7 +9,6 @@ as Chat Completions' (anything malformed is a ``ModelError`` before anything of 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -46,32 +45,51 @@ class Responses(ModelAPI):
     client: openai.OpenAI
 
     def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
-        instructions, items = to_input(request.messages)
-        body: dict[str, Any] = {"model": request.model}
-        if instructions is not None:
-            body["instructions"] = instructions
-        if request.tools:
-            body["tools"] = [function_tool(tool) for tool in request.tools]
-        body["input"] = items
-        body.update(store=False, include=["reasoning.encrypted_content"])
-        body.update(options_for_responses({**toolcalling_settings.MODEL_OPTIONS, **request.options}))
-        options = request_options(body)
+        body, options = request_body(request)
         with sdk_errors():
-            if on_delta is not None:
-                return self._stream(body, options, on_delta)
-            response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
-            return reply_from_response(read.parse_json(response.content), request.model)
+            if on_delta is None:
+                response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
+                return reply_from_response(read.parse_json(response.content), request.model)
+            # A server that answers with one JSON response instead of a stream is read as such.
+            response = self.client.post(PATH, body={**body, "stream": True}, options=options, cast_to=httpx2.Response,
+                                        stream=True)  # fmt: skip
+            model = body["model"]
+            assembler = EventAssembler(model, on_delta)
+            return read.streamed_reply(response, model, on_delta, reply_from_response, assembler)
 
-    def _stream(self, body: dict[str, Any], options: openai.RequestOptions, on_delta: DeltaCallback) -> ModelReply:
-        """Stream an answer; a server that answers with one JSON response instead is read as such."""
-        response = self.client.post(PATH, body={**body, "stream": True}, options=options, cast_to=httpx2.Response,
-                                    stream=True)  # fmt: skip
-        return read.streamed_reply(
-            response, body["model"], on_delta, reply_from_response, EventAssembler(body["model"], on_delta)
-        )
+    async def asend(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
+        """``send`` through ``AsyncOpenAI``, streamed or not: the wait for the model holds no thread. A client a
+        factory built (its async twin unknown) still waits in a thread (``ModelAPI.asend``)."""
+        client = self.async_client
+        if client is None:
+            return await super().asend(request, on_delta=on_delta)
+        body, options = request_body(request)
+        with sdk_errors():
+            if on_delta is None:
+                response = await client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
+                return reply_from_response(read.parse_json(response.content), request.model)
+            response = await client.post(PATH, body={**body, "stream": True}, options=options, cast_to=httpx2.Response,
+                                         stream=True)  # fmt: skip
+            model = body["model"]
+            assembler = EventAssembler(model, on_delta)
+            return await read.astreamed_reply(response, model, on_delta, reply_from_response, assembler)
 
 
 # Building requests --------------------------------------------------------------------------------------
+
+
+def request_body(request: ModelRequest) -> tuple[dict[str, Any], openai.RequestOptions]:
+    """The JSON body of ``request`` in the Responses form, and the SDK's options taken out of it."""
+    instructions, items = to_input(request.messages)
+    body: dict[str, Any] = {"model": request.model}
+    if instructions is not None:
+        body["instructions"] = instructions
+    if request.tools:
+        body["tools"] = [function_tool(tool) for tool in request.tools]
+    body["input"] = items
+    body.update(store=False, include=["reasoning.encrypted_content"])
+    body.update(options_for_responses({**toolcalling_settings.MODEL_OPTIONS, **request.options}))
+    return body, request_options(body)
 
 
 def to_input(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
@@ -248,11 +266,6 @@ class EventAssembler:
         elif kind == "error":
             message = event.get("message") or (event.get("error") or {}).get("message")
             raise ModelError(_("The model endpoint answered with an error: %(message)s") % {"message": message})
-
-    def feed_lines(self, lines: Iterable[str]) -> None:
-        """Read server-sent events: ``data:`` lines carry events (their ``type`` names them); others are skipped."""
-        for data in read.event_data(lines):
-            self.feed(data)
 
     def finish(self) -> ModelReply:
         if self.final is None:
