@@ -174,8 +174,9 @@ class Assistant:
         listeners: list[Listener] | None = None,
     ) -> TurnResult:
         """``run`` for async code (an async view, a task on an event loop): the same turn, whose wait for the
-        model holds no thread (``AsyncOpenAI`` for Chat Completions; the other APIs wait in a thread for now).
-        Tools stay plain functions, run off the event loop with the turn's writes."""
+        model holds no thread (the SDK's async client of each model API, streamed or not; a client that
+        ``CLIENT_FACTORY`` builds waits in a thread). Tools stay plain functions, run off the event loop in the
+        loop's executor with the turn's writes."""
         from .engine import arun_turn
 
         return await arun_turn(self, user, content, conversation, output_type=output_type, listeners=listeners)

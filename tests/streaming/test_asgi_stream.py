@@ -139,9 +139,16 @@ def model_waits_in_threads() -> list[str]:
     return here
 
 
-def test_streamed_turns_under_asgi_wait_for_the_model_holding_no_thread(asgi_url, model, alice):
-    """Several streamed turns at once: while every one of them waits for the model (their requests all at the
-    server together), no thread of the process is waiting in a model API's ``send``."""
+def post_json(base: str, conversation_id: Any, content: str) -> httpx2.Response:
+    url = f"{base}/api/toolcalling/conversations/{conversation_id}/messages/"
+    with httpx2.Client(auth=AUTH, timeout=30) as client:
+        return client.post(url, json={"content": content})
+
+
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "json"])
+def test_turns_under_asgi_wait_for_the_model_holding_no_thread(asgi_url, model, alice, streamed):
+    """Several turns at once, streamed or answered as JSON: while every one of them waits for the model (their
+    requests all at the server together), no thread of the process is waiting in a model API's ``send``."""
     turns = 6
     conversations = [Conversation.objects.create(user=alice, assistant_id="helper") for _ in range(turns)]
     all_asked = threading.Barrier(turns + 1, timeout=30)
@@ -157,7 +164,8 @@ def test_streamed_turns_under_asgi_wait_for_the_model_holding_no_thread(asgi_url
     results: list[Any] = [None] * turns
 
     def post(index: int) -> None:
-        results[index] = post_streamed(asgi_url, conversations[index].pk, "hi")
+        pk = conversations[index].pk
+        results[index] = post_streamed(asgi_url, pk, "hi") if streamed else post_json(asgi_url, pk, "hi")
 
     posters = [threading.Thread(target=post, args=(n,)) for n in range(turns)]
     for poster in posters:
@@ -168,5 +176,31 @@ def test_streamed_turns_under_asgi_wait_for_the_model_holding_no_thread(asgi_url
     for poster in posters:
         poster.join(30)
     assert seen_during_wait == [[]]
-    assert [r.types[-1] for r in results] == ["turn_end"] * turns
+    if streamed:
+        assert [r.types[-1] for r in results] == ["turn_end"] * turns
+    else:
+        assert [r.status_code for r in results] == [201] * turns
+        assert [[m["content"] for m in r.json()["messages"]] for r in results] == [["hi", "Answered."]] * turns
     assert Conversation.objects.filter(pk__in=[c.pk for c in conversations], status="idle").count() == turns
+
+
+def test_a_json_turn_under_asgi_answers_as_under_wsgi(asgi_url, model, conv, alice):
+    """The JSON answer rendered when the turn has ended: its messages are the stored ones, a waiting call is
+    listed, a failing model is the API's error, and a busy conversation is a 409 before anything runs."""
+    model.call("delete_everything", {"confirm": "yes"})
+    answered = post_json(asgi_url, conv.pk, "Delete it all")
+    assert answered.status_code == 201, answered.text
+    body = answered.json()
+    stored = list(Message.objects.filter(conversation=conv).order_by("id").values_list("pk", flat=True))
+    assert [m["id"] for m in body["messages"]] == stored
+    assert body["status"] == "awaiting_approval" and [c["name"] for c in body["awaiting_approval"]] == [
+        "delete_everything"
+    ]
+    other = Conversation.objects.create(user=alice, assistant_id="helper")
+    model.error(500, "down")
+    failed = post_json(asgi_url, other.pk, "again")
+    assert failed.status_code == 502 and failed.json()["code"] == "model_error", failed.text
+    assert failed.json()["status"] == "failed" == Conversation.objects.get(pk=other.pk).status
+    busy = post_json(asgi_url, conv.pk, "and again")  # it awaits a decision
+    assert busy.status_code == 409 and busy.json()["code"] == "conversation_busy"
+    model.assert_done()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.shortcuts import get_object_or_404
@@ -22,11 +23,12 @@ from rest_framework.views import APIView
 
 from .. import approval
 from ..approval import can_approve
-from ..engine import Turn, stop_turn
+from ..engine import Turn, stop_turn, write_db
 from ..exceptions import AssistantUnavailable, InvalidArguments, NothingWaiting, NotRegistered
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
 from .attachments import Uploads, message_attachments
+from .deferred import TurnResponse
 from .errors import ErrorResponses
 from .message_json import messages_json
 from .pagination import MessageCursorPagination
@@ -39,7 +41,7 @@ from .serializers import (
     RejectInputSerializer,
     ToolCallSerializer,
 )
-from .streams import EventStreamMixin, accepts_event_stream, start_background_turn, stream_turn
+from .streams import EventStreamMixin, accepts_event_stream, is_asgi, start_background_turn, stream_turn
 from .throttling import TurnRateThrottle
 
 
@@ -177,20 +179,32 @@ class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.Generi
             return start_background_turn(request, turn, content)
         if streamed:
             return stream_turn(request, turn, content)
-        messages = turn.run(content)
-        return Response(
-            {
-                "status": conversation.status,
-                "stopped": turn.view.stopped,
-                "messages": messages_json(messages),
-                "awaiting_approval": ToolCallSerializer(
-                    [c for m in messages for c in m.tool_calls.all() if c.status == ToolCall.Status.AWAITING_APPROVAL],
-                    many=True,
-                    context={"request": request},
-                ).data,
-            },
-            status=status.HTTP_201_CREATED,
-        )
+
+        def answer(messages: list[Message]) -> Response:
+            return Response(
+                {
+                    "status": conversation.status,
+                    "stopped": turn.view.stopped,
+                    "messages": messages_json(messages),
+                    "awaiting_approval": ToolCallSerializer(
+                        [
+                            c
+                            for m in messages
+                            for c in m.tool_calls.all()
+                            if c.status == ToolCall.Status.AWAITING_APPROVAL
+                        ],
+                        many=True,
+                        context={"request": request},
+                    ).data,
+                },
+                status=status.HTTP_201_CREATED,
+            )
+
+        if is_asgi(request) and not transaction.get_connection(write_db(conversation)).in_atomic_block:
+            # The turn on the turn loop, the answer rendered when it ends: no thread waits for the model. Not
+            # inside a caller's transaction (a test's, say), whose rows the loop's threads could not see.
+            return TurnResponse(self, turn, content, answer)
+        return answer(turn.run(content))
 
 
 @csrf_exempt  # it changes nothing; a CSRF failure page would hide the 404 from API clients

@@ -1,10 +1,12 @@
 """A turn driven from async code (``Assistant.arun``): the one loop of ``Turn.iter()``, advanced step by step.
 
-The steps (claims, writes, tool runs) stay the sync code every other driver runs, each advanced in Django's
-thread for sync code (``sync_to_async``); only the wait for the model leaves the loop: the turn yields a
-``ModelWait``, and this driver sends it on the event loop (``ModelAPI.asend``, on ``AsyncOpenAI`` where the
-settings describe one) and sends the reply back in, or throws the error in, where the turn handles it as any
-other model error. So no thread is held while the model answers.
+The steps (claims, writes, tool runs) stay the sync code every other driver runs, each advanced in a thread of
+the loop's executor (``sync_to_async(thread_sensitive=False)``: no step keeps a transaction or a lock across a
+wait, so any thread may run the next, and a slow tool never queues other turns behind Django's one thread for
+sync code). Only the wait for the model leaves the steps: the turn yields a ``ModelWait``, and this driver
+awaits it on the event loop (``ModelAPI.asend``: the SDK's async client, streamed or not) and sends the reply
+back in, or throws the error in, where the turn handles it as any other model error. So no thread is held
+while the model answers.
 """
 
 from __future__ import annotations
