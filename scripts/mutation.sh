@@ -22,8 +22,8 @@ declare -A MUTANTS=(
 )
 declare -A TESTS=(
   [approval]="tests/approval"
-  [usage]="tests/limits"
-  [calls]="tests/core tests/approval tests/limits tests/loop_features"
+  [usage]="tests/limits tests/costs"
+  [calls]="tests/core tests/approval tests/limits tests/costs tests/loop_features"
 )
 
 # The mutants of one area not tried yet (all of them with MUTATION_RETRY=1), from mutmut's files in mutants/.
