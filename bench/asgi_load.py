@@ -4,15 +4,18 @@ Run: ``.venv/bin/python bench/asgi_load.py [--users 200] [--turns 2] [--latency 
 [--threads 32 200] [--sync] [--database sqlite]``.
 
 Each server serves the test site with ``--workers`` processes (default 2) on a private PostgreSQL cluster (or
-SQLite); the bench model answers each request after ``--latency`` seconds, ``--requests`` requests per turn
-(1: a plain answer at once; 3: two calls of ``add``, then the answer). The load: ``--users`` users, each with a
-new conversation of their own made beforehand, start together and each does ``--turns`` streamed turns one after
-another (``POST .../messages/`` with ``Accept: text/event-stream``, read to ``turn_end``, which must say
-``idle``). One asyncio client in this process sends them all; the servers and the model run in processes of
-their own. The baseline, measured on the same server just before: one user alone (``--lone`` rounds of
-``--turns`` turns), whose median turn is the lone turn. Ideal throughput: every user always busy with a turn as
-fast as the lone one (users / lone turn). Printed per server: turns/s and its ratio to the ideal, p50 and p99
-turn latency, p99 against the lone turn, and the turns that failed.
+SQLite); the bench model answers each request after ``--latency`` seconds, ``--requests`` requests per turn (1: a
+plain answer at once; 3: two calls of ``add``, then the answer). The load: ``--users`` users, each with a new
+conversation of their own made beforehand, start together and each does ``--turns`` streamed turns one after another
+(``POST .../messages/`` with ``Accept: text/event-stream``, read to ``turn_end``, which must say ``idle``). One
+asyncio client in this process sends them all; the servers and the model run in processes of their own. The
+baseline, measured on the same server just before: one user alone (``--lone`` rounds of ``--turns`` turns), whose
+median turn is the lone turn. Ideal throughput: every user always busy with a turn as fast as the lone one (users /
+lone turn). Printed per server: turns/s and its ratio to the ideal, p50 and p99 turn latency, p99 against the lone
+turn, the turns that failed, and the CPU per turn of the server's processes, PostgreSQL's, the client's and the
+model's: the ideal takes ``ideal * (web + db + client + model ms) / 1000`` cores, so 2 cores at 200 users and a
+2-second model leave about 20 ms a turn in all. The test settings switch the turn throttle off (``toolcalling_turn``
+rate ``None``), so one site takes every user's turns.
 """
 
 from __future__ import annotations
@@ -126,14 +129,13 @@ def measure(server: Server, base_url: str, options: argparse.Namespace, username
             lone.errors += alone.errors
         users = conversations(usernames)
         loadavg = os.getloadavg()[0]
-        cpu = [cpu_seconds(served.pid), cpu_seconds(database) if database else 0.0, time.process_time()]
+        before = cpu_use(served.pid, database)
         elapsed, turns = asyncio.run(load(served.base, users, options.turns))
-        cpu = [cpu_seconds(served.pid) - cpu[0], (cpu_seconds(database) - cpu[1]) if database else 0.0,
-               time.process_time() - cpu[2]]  # fmt: skip
+        cpu = {part: (seconds - before[part]) * 1000 / (options.users * options.turns)  # ms per turn
+               for part, seconds in cpu_use(served.pid, database).items()}  # fmt: skip
     lone_turn = statistics.median(lone.seconds)
     ideal = len(users) / lone_turn  # turns/s with every user always in a turn as fast as the lone one
     throughput = len(turns.seconds) / elapsed
-    total = options.users * options.turns
     p99 = statistics.quantiles(turns.seconds, n=100)[98] if len(turns.seconds) > 1 else max(turns.seconds, default=0)
     for error in sorted(set(turns.errors + lone.errors))[:5]:
         print(f"{server.name}: {error}", file=sys.stderr)
@@ -142,10 +144,17 @@ def measure(server: Server, base_url: str, options: argparse.Namespace, username
         "turns/s": f"{throughput:.1f}", "ideal": f"{ideal:.1f}", "ratio": f"{throughput / ideal:.2f}",
         "p50 s": f"{statistics.median(turns.seconds) if turns.seconds else 0:.2f}", "p99 s": f"{p99:.2f}",
         "p99 / lone": f"{p99 / lone_turn:.2f}", "errors": f"{len(turns.errors)} of {options.users * options.turns}",
-        # CPU per turn of the load, in ms: the server's processes, PostgreSQL's, this client's.
-        "web ms": f"{cpu[0] * 1000 / total:.0f}", "db ms": f"{cpu[1] * 1000 / total:.0f}" if database else "-",
-        "client ms": f"{cpu[2] * 1000 / total:.0f}",
+        **{f"{part} ms": f"{ms:.0f}" for part, ms in cpu.items()},
     }  # fmt: skip
+
+
+def cpu_use(site: int, database: int | None) -> dict[str, float]:
+    """CPU seconds so far of the site's processes, PostgreSQL's, this client, and the model server: the rest of
+    what this process started."""
+    web = cpu_seconds(site)
+    db = cpu_seconds(database) if database else 0.0
+    client = time.process_time()
+    return {"web": web, "db": db, "client": client, "model": cpu_seconds(os.getpid()) - web - db - client}
 
 
 def servers(options: argparse.Namespace) -> list[Server]:
