@@ -149,12 +149,13 @@ def measure(server: Server, base_url: str, options: argparse.Namespace, username
 
 
 def cpu_use(site: int, database: int | None) -> dict[str, float]:
-    """CPU seconds so far of the site's processes, PostgreSQL's, this client, and the model server: the rest of
-    what this process started."""
-    web = cpu_seconds(site)
-    db = cpu_seconds(database) if database else 0.0
-    client = time.process_time()
-    return {"web": web, "db": db, "client": client, "model": cpu_seconds(os.getpid()) - web - db - client}
+    """CPU seconds so far of the site's processes, PostgreSQL's (SQLite's are the site's), this client, and the
+    model server: the rest of what this process started."""
+    used = {"web": cpu_seconds(site), "db": cpu_seconds(database) if database else 0.0, "client": time.process_time()}
+    used["model"] = cpu_seconds(os.getpid()) - sum(used.values())
+    if not database:
+        del used["db"]
+    return used
 
 
 def servers(options: argparse.Namespace) -> list[Server]:
