@@ -57,6 +57,10 @@ def site(
     port = services.free_port()
     env = {**os.environ, "TOOLCALLING_TEST_WORKER": "1", "TOOLCALLING_TEST_BASE_URL": base_url,
            "TOOLCALLING_TEST_DB_NAME": str(connection.settings_dict["NAME"])}  # fmt: skip
+    if server == "uvicorn":
+        # Django runs each ASGI request's sync code in a thread of its own, so a persistent connection outlives
+        # its thread unclosed (hundreds open under load); Django's docs say to switch them off under ASGI.
+        env["TOOLCALLING_TEST_CONN_MAX_AGE"] = "0"
     command = server_command(server, port, workers=workers, threads=threads, keep_alive=keep_alive)
     process = subprocess.Popen(command, env=env, cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
