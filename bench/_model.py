@@ -1,8 +1,9 @@
 """The scripted model of the benchmarks, served by the strict local server in a process of its own.
 
 Every side of a benchmark gets the same answers: to a user message a call of ``add``, to its result a second
-call, to that result a short reply — three requests and two tool calls per turn. Run ``python bench/_model.py``
-to serve it; it prints its base URL and serves until stopped.
+call, to that result a short reply — three requests and two tool calls per turn (``requests`` 1 or 2: the reply
+comes that much sooner). Run ``python bench/_model.py`` to serve it; it prints its base URL and serves until
+stopped.
 """
 
 from __future__ import annotations
@@ -51,14 +52,16 @@ ANSWER = "5 and 9."
 class BenchModel:
     model_name = "bench-model"
 
-    def __init__(self, latency: float = 0.0, answer_bytes: int = 0) -> None:
+    def __init__(self, latency: float = 0.0, answer_bytes: int = 0, requests: int = 3) -> None:
         self.ids = itertools.count(1)
         self.latency = latency  # seconds each answer takes, as a real model's would
+        self.requests = requests  # per turn: the reply comes after requests - 1 calls of ``add``
         # ``answer_bytes``: answer every message at once with a text that long (bench/long_answer.py).
         self.long_answer = long_text(answer_bytes) if answer_bytes else None
 
     def __call__(self, body: dict[str, Any]) -> Reply:
-        """Three requests per turn: a call of ``add``, after its result another one, after that the answer."""
+        """Three requests per turn (or ``requests``): a call of ``add``, after its result another one, after
+        that the answer."""
         if self.latency:
             time.sleep(self.latency)
         if self.long_answer is not None:
@@ -68,7 +71,7 @@ class BenchModel:
             if message["role"] == "user":
                 break
             answered += message["role"] == "tool"
-        if answered >= 2:
+        if answered >= self.requests - 1:
             return Reply(content=ANSWER)
         a, b = ((2, 3), (4, 5))[answered]
         return Reply(tool_calls=[ToolCall("add", json.dumps({"a": a, "b": b}), id=f"call_{next(self.ids)}")])
@@ -86,10 +89,11 @@ def long_text(size: int) -> str:
 
 
 @contextmanager
-def model_server(latency: float = 0.0, answer_bytes: int = 0, piece: int = 0) -> Iterator[str]:
+def model_server(latency: float = 0.0, answer_bytes: int = 0, piece: int = 0, requests: int = 3) -> Iterator[str]:
     """The bench model's strict server in a subprocess (so it never shares the benchmark's GIL); its base URL.
-    ``piece``: the characters of text per streamed chunk (0: the strict server's own, a few as the API's)."""
-    command = [sys.executable, __file__, str(latency), str(answer_bytes), str(piece)]
+    ``piece``: the characters of text per streamed chunk (0: the strict server's own, a few as the API's);
+    ``requests``: model requests per turn (1: the answer at once)."""
+    command = [sys.executable, __file__, str(latency), str(answer_bytes), str(piece), str(requests)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert process.stdout is not None
@@ -102,10 +106,11 @@ def model_server(latency: float = 0.0, answer_bytes: int = 0, piece: int = 0) ->
 if __name__ == "__main__":
     latency = float(sys.argv[1]) if len(sys.argv) > 1 else 0.0
     answer_bytes = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    requests = int(sys.argv[4]) if len(sys.argv) > 4 else 3
     if len(sys.argv) > 3 and int(sys.argv[3]):
         from toolcalling.testing import backend
 
         backend.CONTENT_PIECE = int(sys.argv[3])
-    with OpenAICompatibleServer(BenchModel(latency, answer_bytes)) as server:
+    with OpenAICompatibleServer(BenchModel(latency, answer_bytes, requests)) as server:
         print(server.base_url, flush=True)
         threading.Event().wait()  # until the benchmark terminates this process

@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,14 +31,10 @@ django.setup()
 import httpx2  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
 
 from bench._model import QUESTION, model_server  # noqa: E402
-from tests import services  # noqa: E402
+from bench._site import AUTH, SSE, site  # noqa: E402
 from toolcalling.models import Conversation  # noqa: E402
-
-AUTH = ("bench", "bench-pass")
-SSE = {"Accept": "text/event-stream"}
 
 
 def streamed_turn(base: str, conversation_id: str) -> float:
@@ -102,35 +97,16 @@ def main() -> None:
         str(Conversation.objects.create(user=user, assistant_id="helper").pk) for _ in range(2 * options.rounds + 1)
     ]
     idle = [str(Conversation.objects.create(user=user, assistant_id="helper").pk) for _ in range(options.idle)]
-    port = services.free_port()
-    with model_server() as base_url:
-        env = {**os.environ, "TOOLCALLING_TEST_WORKER": "1", "TOOLCALLING_TEST_BASE_URL": base_url,
-               "TOOLCALLING_TEST_DB_NAME": str(connection.settings_dict["NAME"])}  # fmt: skip
-        command = [sys.executable, "-m", "uvicorn", "tests.asgi:application", "--port", str(port), "--log-level",
-                   "warning", "--timeout-keep-alive", "300"]  # fmt: skip
-        server = subprocess.Popen(command, env=env, cwd=Path(__file__).resolve().parent.parent)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            services.wait_until(lambda: _up(base), timeout=30, what="uvicorn")
-            streamed_turn(base, fresh.pop())  # warm up
-            alone = [streamed_turn(base, fresh.pop()) for _ in range(options.rounds)]
-            with IdleStreams(base, idle):
-                crowded = [streamed_turn(base, fresh.pop()) for _ in range(options.rounds)]
-        finally:
-            server.terminate()
-            server.wait(10)
+    with model_server() as base_url, site(base_url) as served:
+        streamed_turn(served.base, fresh.pop())  # warm up
+        alone = [streamed_turn(served.base, fresh.pop()) for _ in range(options.rounds)]
+        with IdleStreams(served.base, idle):
+            crowded = [streamed_turn(served.base, fresh.pop()) for _ in range(options.rounds)]
     ratio = statistics.median(crowded) / statistics.median(alone)
     print(f"uvicorn, median of {options.rounds} streamed turns")
     print(f"no idle stream:        {statistics.median(alone) * 1000:7.1f} ms")
     print(f"{options.idle} idle streams:     {statistics.median(crowded) * 1000:7.1f} ms")
     print(f"ratio crowded / alone: {ratio:7.2f}")
-
-
-def _up(base: str) -> bool:
-    try:
-        return httpx2.get(f"{base}/api/toolcalling/assistants/", auth=AUTH, timeout=2).status_code == 200
-    except httpx2.HTTPError:
-        return False
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,16 +34,11 @@ import httpx2  # noqa: E402
 import openai  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
 
 from bench._model import QUESTION, model_server  # noqa: E402
-from tests import services  # noqa: E402
+from bench._site import AUTH, SSE, site  # noqa: E402
 from toolcalling.models import Conversation, Message  # noqa: E402
 from toolcalling.testing.backend import CONTENT_PIECE  # noqa: E402
-
-AUTH = ("bench", "bench-pass")
-SSE = {"Accept": "text/event-stream"}
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def json_turn(base: str, conversation_id: str) -> float:
@@ -82,12 +76,6 @@ def bare_stream(base_url: str) -> float:
     return time.perf_counter() - started
 
 
-def site(port: int, env: dict[str, str]) -> subprocess.Popen:
-    command = [sys.executable, "-m", "uvicorn", "tests.asgi:application", "--port", str(port), "--log-level",
-               "warning", "--timeout-keep-alive", "900"]  # fmt: skip
-    return subprocess.Popen(command, env=env, cwd=ROOT)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=2_000_000)
@@ -99,23 +87,14 @@ def main() -> None:
     user = get_user_model().objects.create_user(AUTH[0], password=AUTH[1])
     # Each turn has a conversation of its own, so every turn sends the same short history.
     fresh = [str(Conversation.objects.create(user=user, assistant_id="helper").pk) for _ in range(2 * options.rounds)]
-    port = services.free_port()
     with model_server(answer_bytes=options.size, piece=options.piece) as base_url:
-        env = {**os.environ, "TOOLCALLING_TEST_WORKER": "1", "TOOLCALLING_TEST_BASE_URL": base_url,
-               "TOOLCALLING_TEST_DB_NAME": str(connection.settings_dict["NAME"])}  # fmt: skip
-        process = site(port, env)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            services.wait_until(lambda: _up(base), timeout=30, what="uvicorn")
+        with site(base_url, keep_alive=900) as served:
             as_json, streamed, bare = [], [], []
             for _ in range(options.rounds):  # interleaved, so a busy moment of the machine hits each
-                as_json.append(json_turn(base, fresh.pop()))
-                streamed.append(streamed_turn(base, fresh.pop()))
+                as_json.append(json_turn(served.base, fresh.pop()))
+                streamed.append(streamed_turn(served.base, fresh.pop()))
                 if not options.no_bare:
                     bare.append(bare_stream(base_url))
-        finally:
-            process.terminate()
-            process.wait(10)
     stored = {len(m.content) for m in Message.objects.filter(role="assistant")}
     assert stored == {options.size}, f"an answer was not stored whole: {stored}"
     piece = options.piece or CONTENT_PIECE
@@ -128,13 +107,6 @@ def main() -> None:
     if bare:
         print(f"bare SDK stream:              {statistics.median(bare):8.2f} s")
         print(f"ratio streamed / bare stream: {streamed_s / statistics.median(bare):8.2f}")
-
-
-def _up(base: str) -> bool:
-    try:
-        return httpx2.get(f"{base}/api/toolcalling/assistants/", auth=AUTH, timeout=2).status_code == 200
-    except httpx2.HTTPError:
-        return False
 
 
 if __name__ == "__main__":

@@ -115,7 +115,7 @@ def postgres_bindir() -> Path | None:
 
 
 @contextmanager
-def postgres_server(directory: Path, *, durable: bool = False) -> Iterator[Path]:
+def postgres_server(directory: Path, *, durable: bool = False, max_connections: int = 200) -> Iterator[Path]:
     """A private PostgreSQL cluster in ``directory`` (made here), reached only through its socket there.
 
     No TCP port, so parallel runs never meet; no durability (fsync off), since the cluster is thrown
@@ -151,7 +151,7 @@ def postgres_server(directory: Path, *, durable: bool = False) -> Iterator[Path]
     settings = ["listen_addresses="]
     if not durable:
         settings += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
-    settings += ["max_connections=200"]  # live servers, turn threads and Celery workers each hold one
+    settings += [f"max_connections={max_connections}"]  # live servers, turn threads and Celery workers hold one each
     process = subprocess.Popen(
         [str(bindir / "postgres"), "-D", str(data), "-k", str(directory), *(f"-c{s}" for s in settings)],
         cwd=directory,

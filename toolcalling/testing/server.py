@@ -89,9 +89,10 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
-    # The listen backlog (socketserver's default is 5): dozens of turns at once connect together, and a
-    # connection beyond a full backlog may be reset, which a turn reports as a model_error.
-    request_queue_size = 128
+    # The listen backlog (socketserver's default is 5): hundreds of turns at once connect together, and a
+    # connection beyond a full backlog is dropped (its SYN retried a second later) or reset, which a turn
+    # reports as a model_error. The kernel caps it at net.core.somaxconn.
+    request_queue_size = 1024
 
     def __init__(self, address: tuple[str, int], backend: ChatBackend) -> None:
         self.backend = backend
