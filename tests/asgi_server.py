@@ -8,9 +8,12 @@ on the server's event loop, and the views see an ``ASGIRequest``.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -87,11 +90,25 @@ class ASGIHandlerOfEnviron:
 
     def __call__(self, environ: dict[str, Any]) -> Any:
         self.asgi._force_user, self.asgi._force_token = self._force_user, self._force_token
-        response = async_to_sync(self.asgi)(scope_of(environ))
-        response.wsgi_request = response.asgi_request
-        if response.streaming and response.is_async:
-            response.streaming_content = async_to_sync(collect)(response.streaming_content)
+        with no_running_loop():
+            response = async_to_sync(self.asgi)(scope_of(environ))
+            response.wsgi_request = response.asgi_request
+            if response.streaming and response.is_async:
+                response.streaming_content = async_to_sync(collect)(response.streaming_content)
         return response
+
+
+@contextmanager
+def no_running_loop() -> Iterator[None]:
+    """The suite's browser (Playwright's sync API) leaves its event loop marked as running in the main thread
+    between its calls, and ``async_to_sync`` refuses to start beside a running loop; no code of that loop runs
+    while a test's request does, so the mark is set aside for the request."""
+    loop = asyncio._get_running_loop()
+    asyncio._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio._set_running_loop(loop)
 
 
 class ASGIAPIClient(APIClient):

@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from ..engine import Turn, drive, start_on_turn_loop
 from ..models import Message
+from .streams import release_connections
 
 
 class TurnResponse(Response):
@@ -36,6 +37,7 @@ class TurnResponse(Response):
 
         turn.claim()  # ConversationBusy propagates from here: the view answers 409 before anything runs
         self.turn = start_on_turn_loop(run())
+        release_connections()
 
     async def render(self) -> Response:  # type: ignore[override]  # Django awaits an async render
         try:

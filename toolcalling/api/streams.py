@@ -15,7 +15,7 @@ import threading
 from typing import Any
 
 from django.core.handlers.asgi import ASGIRequest
-from django.db import connections
+from django.db import close_old_connections, connections
 from django.http import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -44,6 +44,15 @@ def accepts_event_stream(request: Request) -> bool:
 
 def is_asgi(request: Request) -> bool:
     return isinstance(getattr(request, "_request", request), ASGIRequest)
+
+
+def release_connections() -> None:
+    """Under ASGI, what the request's thread holds of the database, let go once the turn is handed to the turn
+    loop: the thread then only waits for the response to end, and a connection kept open by each of a few hundred
+    streams or answers would exceed the database's limit. (Django closes them at the request's end, by
+    ``CONN_MAX_AGE``; a caller's open transaction keeps them.)"""
+    if not any(c.in_atomic_block for c in connections.all(initialized_only=True)):
+        close_old_connections()
 
 
 class EventStreamMixin:
@@ -104,6 +113,7 @@ def stream_turn(
 
     if asgi:
         start_on_turn_loop(awork())
+        release_connections()
     else:
         # Not a daemon: a turn whose reader hung up still finishes and is stored.
         threading.Thread(target=work, name=f"toolcalling-turn-{conversation_id}").start()
