@@ -15,7 +15,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections
+from django.db import connections
 from pydantic import BaseModel
 
 from ._observers import Listener
@@ -30,16 +30,25 @@ if TYPE_CHECKING:
 
 def advance(steps: Generator[Any, Any, None], value: Any, error: BaseException | None) -> tuple[bool, Any]:
     """Run the turn to its next yield: ``(True, None)`` once it is over (a ``StopIteration`` cannot cross into a
-    coroutine). The thread's database connections are kept or closed by ``CONN_MAX_AGE`` around it, as Django
-    does around a request, since an executor's threads never see a request end."""
-    close_old_connections()
+    coroutine)."""
+    drop_broken_connections()
     try:
         item = steps.throw(error) if error is not None else steps.send(value)
     except StopIteration:
         return True, None
-    finally:
-        close_old_connections()
     return False, item
+
+
+def drop_broken_connections() -> None:
+    """An executor thread keeps its database connections from one step to the next, of whichever turn, as a
+    worker pool does (the loop's threads are few, and a connection per step cost the database more than the
+    step); one an error left unusable (the database restarted, say) is closed, and the step connects again."""
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None and connection.errors_occurred:
+            if connection.is_usable():
+                connection.errors_occurred = False
+            else:
+                connection.close()
 
 
 async def drive(turn: Turn, content: str | None, *, claimed: bool = False) -> list[Message]:

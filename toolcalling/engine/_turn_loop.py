@@ -23,8 +23,8 @@ from typing import Any
 logger = logging.getLogger("toolcalling")
 
 # Threads for the turns' steps and tools (each step of one turn in turn, a few milliseconds of database work,
-# or a tool): busy only while a step runs, never while a model answers. Each keeps its own database connection,
-# kept or closed by the site's CONN_MAX_AGE as a request's would be (``_async.step``).
+# or a tool): busy only while a step runs, never while a model answers. Each keeps its database connection from
+# step to step (``_async.drop_broken_connections``), so a process holds at most this many for its turns.
 STEP_THREADS = 32
 # How long a stopping process waits for the turns still running here before it exits without them.
 EXIT_WAIT = 30.0
