@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 import anthropic
@@ -23,8 +23,8 @@ from django.utils.translation import gettext as _
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _anthropic_reading as reading
-from . import _reading as read
-from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply
+from ._base import REASONING_KEY, DeltaCallback, Features, ModelReply
+from ._posting import PostedModelAPI
 
 if TYPE_CHECKING:
     from ..hooks import ModelRequest
@@ -46,41 +46,24 @@ CACHE_POINT = {"type": "ephemeral"}
 TOOL_CHOICES = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
 
 
-class Anthropic(ModelAPI):
+class Anthropic(PostedModelAPI):
     """Sends one Messages request and returns a validated ``ModelReply``; errors become ``ModelError``."""
 
     features = Features(name="anthropic", reasoning_items=True)
     client: anthropic.Anthropic
+    path = PATH
 
-    def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
-        body, options = request_body(request)
-        with sdk_errors():
-            if on_delta is None:
-                response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
-                return reading.reply_from_message(read.parse_json(response.content), request.model)
-            # A server that answers with one JSON message instead of a stream is read as such.
-            response = self.client.post(PATH, body={**body, "stream": True}, options=options, cast_to=httpx2.Response,
-                                        stream=True)  # fmt: skip
-            model = body["model"]
-            assembler = reading.EventAssembler(model, on_delta)
-            return read.streamed_reply(response, model, on_delta, reading.reply_from_message, assembler)
+    def request_body(self, request: ModelRequest) -> tuple[dict[str, Any], anthropic.RequestOptions]:
+        return request_body(request)
 
-    async def asend(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
-        """``send`` through ``AsyncAnthropic``, streamed or not: the wait for the model holds no thread. The
-        offline model's client (its async twin unknown) still waits in a thread (``ModelAPI.asend``)."""
-        client = self.async_client
-        if client is None:
-            return await super().asend(request, on_delta=on_delta)
-        body, options = request_body(request)
-        with sdk_errors():
-            if on_delta is None:
-                response = await client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
-                return reading.reply_from_message(read.parse_json(response.content), request.model)
-            response = await client.post(PATH, body={**body, "stream": True}, options=options, cast_to=httpx2.Response,
-                                         stream=True)  # fmt: skip
-            model = body["model"]
-            assembler = reading.EventAssembler(model, on_delta)
-            return await read.astreamed_reply(response, model, on_delta, reading.reply_from_message, assembler)
+    def reply(self, data: Any, model: str) -> ModelReply:
+        return reading.reply_from_message(data, model)
+
+    def assembler(self, model: str, on_delta: DeltaCallback) -> reading.EventAssembler:
+        return reading.EventAssembler(model, on_delta)
+
+    def errors(self) -> AbstractContextManager[None]:
+        return sdk_errors()
 
 
 @contextmanager

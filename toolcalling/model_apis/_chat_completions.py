@@ -10,7 +10,7 @@ every call a usable, unique id.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -20,7 +20,8 @@ from django.utils.translation import gettext as _
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _reading as read
-from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, invalid
+from ._base import REASONING_KEY, DeltaCallback, Features, ModelReply, RequestedCall, invalid
+from ._posting import PostedModelAPI
 
 if TYPE_CHECKING:
     from ..hooks import ModelRequest
@@ -28,41 +29,27 @@ if TYPE_CHECKING:
 PATH = "/chat/completions"
 
 
-class ChatCompletions(ModelAPI):
+class ChatCompletions(PostedModelAPI):
     """Sends one Chat Completions request and returns a validated ``ModelReply``; errors become ``ModelError``."""
 
     features = Features(name="chat_completions")
     client: openai.OpenAI
+    path = PATH
 
-    def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
-        body, options = request_body(request)
-        with sdk_errors():
-            if on_delta is None:
-                response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
-                return reply_from_completion(read.parse_json(response.content), request.model)
-            # A server that answers with one JSON completion instead of a stream is read as such.
-            response = self.client.post(PATH, body=streamed(body), options=options, cast_to=httpx2.Response,
-                                        stream=True)  # fmt: skip
-            model = body["model"]
-            assembler = StreamAssembler(model, on_delta)
-            return read.streamed_reply(response, model, on_delta, reply_from_completion, assembler)
+    def request_body(self, request: ModelRequest) -> tuple[dict[str, Any], openai.RequestOptions]:
+        return request_body(request)
 
-    async def asend(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
-        """``send`` through ``AsyncOpenAI``, streamed or not: the wait for the model holds no thread. A client a
-        factory built (its async twin unknown) still waits in a thread (``ModelAPI.asend``)."""
-        client = self.async_client
-        if client is None:
-            return await super().asend(request, on_delta=on_delta)
-        body, options = request_body(request)
-        with sdk_errors():
-            if on_delta is None:
-                response = await client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
-                return reply_from_completion(read.parse_json(response.content), request.model)
-            response = await client.post(PATH, body=streamed(body), options=options, cast_to=httpx2.Response,
-                                         stream=True)  # fmt: skip
-            model = body["model"]
-            assembler = StreamAssembler(model, on_delta)
-            return await read.astreamed_reply(response, model, on_delta, reply_from_completion, assembler)
+    def stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        return streamed(body)
+
+    def reply(self, data: Any, model: str) -> ModelReply:
+        return reply_from_completion(data, model)
+
+    def assembler(self, model: str, on_delta: DeltaCallback) -> StreamAssembler:
+        return StreamAssembler(model, on_delta)
+
+    def errors(self) -> AbstractContextManager[None]:
+        return sdk_errors()
 
 
 @contextmanager

@@ -9,17 +9,18 @@ as Chat Completions' (anything malformed is a ``ModelError`` before anything of 
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-import httpx2
 import openai
 from django.utils.translation import gettext as _
 
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _reading as read
-from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, invalid
+from ._base import REASONING_KEY, DeltaCallback, Features, ModelReply, RequestedCall, invalid
 from ._chat_completions import request_options, sdk_errors
+from ._posting import PostedModelAPI
 
 if TYPE_CHECKING:
     from ..hooks import ModelRequest
@@ -38,41 +39,24 @@ def needs_responses(model: str) -> bool:
     return model.startswith(RESPONSES_ONLY_PREFIXES)
 
 
-class Responses(ModelAPI):
+class Responses(PostedModelAPI):
     """Sends one Responses request and returns a validated ``ModelReply``; errors become ``ModelError``."""
 
     features = Features(name="responses", reasoning_items=True)
     client: openai.OpenAI
+    path = PATH
 
-    def send(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
-        body, options = request_body(request)
-        with sdk_errors():
-            if on_delta is None:
-                response = self.client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
-                return reply_from_response(read.parse_json(response.content), request.model)
-            # A server that answers with one JSON response instead of a stream is read as such.
-            response = self.client.post(PATH, body={**body, "stream": True}, options=options, cast_to=httpx2.Response,
-                                        stream=True)  # fmt: skip
-            model = body["model"]
-            assembler = EventAssembler(model, on_delta)
-            return read.streamed_reply(response, model, on_delta, reply_from_response, assembler)
+    def request_body(self, request: ModelRequest) -> tuple[dict[str, Any], openai.RequestOptions]:
+        return request_body(request)
 
-    async def asend(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
-        """``send`` through ``AsyncOpenAI``, streamed or not: the wait for the model holds no thread. A client a
-        factory built (its async twin unknown) still waits in a thread (``ModelAPI.asend``)."""
-        client = self.async_client
-        if client is None:
-            return await super().asend(request, on_delta=on_delta)
-        body, options = request_body(request)
-        with sdk_errors():
-            if on_delta is None:
-                response = await client.post(PATH, body=body, options=options, cast_to=httpx2.Response)
-                return reply_from_response(read.parse_json(response.content), request.model)
-            response = await client.post(PATH, body={**body, "stream": True}, options=options, cast_to=httpx2.Response,
-                                         stream=True)  # fmt: skip
-            model = body["model"]
-            assembler = EventAssembler(model, on_delta)
-            return await read.astreamed_reply(response, model, on_delta, reply_from_response, assembler)
+    def reply(self, data: Any, model: str) -> ModelReply:
+        return reply_from_response(data, model)
+
+    def assembler(self, model: str, on_delta: DeltaCallback) -> EventAssembler:
+        return EventAssembler(model, on_delta)
+
+    def errors(self) -> AbstractContextManager[None]:
+        return sdk_errors()
 
 
 # Building requests --------------------------------------------------------------------------------------
