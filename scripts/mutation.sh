@@ -22,7 +22,7 @@ declare -A MUTANTS=(
 )
 declare -A TESTS=(
   [approval]="tests/approval"
-  [usage]="tests/limits tests/costs"
+  [usage]="tests/limits tests/costs tests/races"
   [calls]="tests/core tests/approval tests/limits tests/costs tests/loop_features"
 )
 
