@@ -15,7 +15,7 @@ import threading
 from typing import Any
 
 from django.core.handlers.asgi import ASGIRequest
-from django.db import close_old_connections, connections
+from django.db import close_old_connections, connections, transaction
 from django.http import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -30,7 +30,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import streaming
-from ..engine import RUN_TURN, Turn, drive, enqueue, start_on_turn_loop
+from ..engine import RUN_TURN, Turn, drive, enqueue, start_on_turn_loop, write_db
 from ..exceptions import EventsUnavailable, TaskQueueUnavailable, TurnError
 from ..models import Conversation
 from .errors import ErrorResponses
@@ -44,6 +44,12 @@ def accepts_event_stream(request: Request) -> bool:
 
 def is_asgi(request: Request) -> bool:
     return isinstance(getattr(request, "_request", request), ASGIRequest)
+
+
+def on_turn_loop(request: Request, turn: Turn) -> bool:
+    """Whether the turn runs on the turn loop, holding no thread while the model answers: under ASGI, unless the
+    caller holds a transaction open (a test's, say), whose rows the loop's threads could not see."""
+    return is_asgi(request) and not transaction.get_connection(write_db(turn.conversation)).in_atomic_block
 
 
 def release_connections() -> None:
@@ -80,6 +86,7 @@ def stream_turn(
     done = threading.Event()
     language = translation.get_language()  # the request's: the turn's thread or task starts with none of its own
     asgi = is_asgi(request)
+    looped = on_turn_loop(request, turn)
 
     def ended(exc: BaseException | None) -> None:
         if isinstance(exc, TurnError):
@@ -111,7 +118,7 @@ def stream_turn(
         finally:
             ended(error)
 
-    if asgi:
+    if looped:
         start_on_turn_loop(awork())
         release_connections()
     else:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.shortcuts import get_object_or_404
@@ -23,7 +22,7 @@ from rest_framework.views import APIView
 
 from .. import approval
 from ..approval import can_approve
-from ..engine import Turn, stop_turn, write_db
+from ..engine import Turn, stop_turn
 from ..exceptions import AssistantUnavailable, InvalidArguments, NothingWaiting, NotRegistered
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
@@ -41,7 +40,7 @@ from .serializers import (
     RejectInputSerializer,
     ToolCallSerializer,
 )
-from .streams import EventStreamMixin, accepts_event_stream, is_asgi, start_background_turn, stream_turn
+from .streams import EventStreamMixin, accepts_event_stream, on_turn_loop, start_background_turn, stream_turn
 from .throttling import TurnRateThrottle
 
 
@@ -200,9 +199,7 @@ class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.Generi
                 status=status.HTTP_201_CREATED,
             )
 
-        if is_asgi(request) and not transaction.get_connection(write_db(conversation)).in_atomic_block:
-            # The turn on the turn loop, the answer rendered when it ends: no thread waits for the model. Not
-            # inside a caller's transaction (a test's, say), whose rows the loop's threads could not see.
+        if on_turn_loop(request, turn):  # the answer rendered when the turn ends: no thread waits for the model
             return TurnResponse(self, turn, content, answer)
         return answer(turn.run(content))
 
