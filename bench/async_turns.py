@@ -19,15 +19,14 @@ import statistics
 import sys
 import tempfile
 import time
-from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 VAR = Path(os.environ.setdefault("TOOLCALLING_TEST_VAR", tempfile.mkdtemp(prefix="toolcalling-bench-")))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
-from bench._model import ANSWER, QUESTION, model_server  # noqa: E402
-from bench._postgres import postgres  # noqa: E402
+from bench._in_process import site_in_process  # noqa: E402
+from bench._model import ANSWER, QUESTION  # noqa: E402
 
 
 async def timed(assistant: object, user: object) -> float:
@@ -57,23 +56,10 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=2.0, help="seconds per model request")
     parser.add_argument("--postgres", action="store_true", help="on a private PostgreSQL cluster (else SQLite)")
     options = parser.parse_args()
-    with ExitStack() as stack:
-        if options.postgres:
-            stack.enter_context(postgres(VAR))
-        import django
-
-        django.setup()
-        from django.conf import settings
+    with site_in_process(VAR, on_postgres=options.postgres, latency=options.latency):
         from django.contrib.auth import get_user_model
-        from django.core.management import call_command
-        from django.test import override_settings
 
         from toolcalling import Assistant
-
-        call_command("migrate", verbosity=0)
-        base_url = stack.enter_context(model_server(latency=options.latency))
-        toolcalling = {**settings.TOOLCALLING, "BASE_URL": base_url, "API_KEY": "x", "MAX_RETRIES": 0, "MODEL": "m"}
-        stack.enter_context(override_settings(TOOLCALLING=toolcalling))
 
         class AsyncBenchAssistant(Assistant):
             id = "bench-async"

@@ -20,7 +20,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 VAR = Path(os.environ.setdefault("TOOLCALLING_TEST_VAR", tempfile.mkdtemp(prefix="toolcalling-bench-")))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
-from bench._model import ANSWER, QUESTION, model_server  # noqa: E402
-from bench._postgres import postgres  # noqa: E402
+from bench._in_process import site_in_process  # noqa: E402
+from bench._model import ANSWER, QUESTION  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 Side = Callable[[Any], None]  # one turn of the conversation it is given
@@ -86,21 +85,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--postgres", action="store_true", help="on a private PostgreSQL cluster (else SQLite)")
     options = parser.parse_args()
-    with ExitStack() as stack:
-        if options.postgres:
-            stack.enter_context(postgres(VAR))
-        import django
-
-        django.setup()
-        from django.conf import settings
-        from django.core.management import call_command
+    with site_in_process(VAR, on_postgres=options.postgres) as base_url:
         from django.db import connection
-        from django.test import override_settings
 
-        call_command("migrate", verbosity=0)
-        base_url = stack.enter_context(model_server())
-        toolcalling = {**settings.TOOLCALLING, "BASE_URL": base_url, "API_KEY": "x", "MAX_RETRIES": 0, "MODEL": "m"}
-        stack.enter_context(override_settings(TOOLCALLING=toolcalling))
         by_name, fresh = sides(base_url)
         connection.ensure_connection()
         pid = None
