@@ -3,9 +3,10 @@ a malformed answer becomes a ``ModelError`` (``invalid``) before anything of it 
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import AsyncIterable, Callable, Iterable
+from typing import Any, Protocol, cast
 
 import httpx2
 
@@ -128,6 +129,7 @@ def streamed_reply(response: httpx2.Response, model: str, on_delta: DeltaCallbac
             return body_reply(response.read(), model, on_delta, parse)
         for line in response.iter_lines():
             if not feed_line(assembler, line):
+                drain(response)
                 break
         return assembler.finish()
     finally:
@@ -143,7 +145,57 @@ async def astreamed_reply(response: httpx2.Response, model: str, on_delta: Delta
             return body_reply(await response.aread(), model, on_delta, parse)
         async for line in response.aiter_lines():
             if not feed_line(assembler, line):
+                await adrain(response)
                 break
         return assembler.finish()
     finally:
         await response.aclose()
+
+
+# What is read of a stream after its ``[DONE]`` at most, bytes and seconds, before its connection is given up.
+DRAIN_BYTES = 64 * 1024
+DRAIN_SECONDS = 1.0
+
+
+def drain(response: httpx2.Response) -> None:
+    """Read the rest of a stream that said ``[DONE]`` (normally only the end of its chunked body): an HTTP/1.1
+    connection goes back to the client's pool only once its response is read to the end, else closing the
+    response closes it, and every streamed answer would open a connection (over TLS, a handshake) of its own.
+    A server that sends more than ``DRAIN_BYTES`` after it, sends nothing for ``DRAIN_SECONDS``, or fails, only
+    loses its connection."""
+    if response.http_version != "HTTP/1.1" or response.is_closed:
+        return  # HTTP/2 keeps the connection when a stream is closed
+    bound_reads(response)
+    read = 0
+    try:
+        for chunk in cast(Iterable[bytes], response.stream):
+            read += len(chunk)
+            if read > DRAIN_BYTES:
+                return
+    except (httpx2.HTTPError, httpx2.StreamError):
+        return  # the answer is whole already; only the connection is lost
+
+
+async def adrain(response: httpx2.Response) -> None:
+    """``drain`` of an async stream, bounded in time as a whole too (``DRAIN_SECONDS``)."""
+    if response.http_version != "HTTP/1.1" or response.is_closed:
+        return
+    bound_reads(response)
+    read = 0
+    try:
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for chunk in cast(AsyncIterable[bytes], response.stream):
+                read += len(chunk)
+                if read > DRAIN_BYTES:
+                    return
+    except (httpx2.HTTPError, httpx2.StreamError, TimeoutError):
+        return
+
+
+def bound_reads(response: httpx2.Response) -> None:
+    """Each read of what is left of ``response`` waits ``DRAIN_SECONDS`` at most instead of the client's read
+    time-out (a server holding a stream open after ``[DONE]`` must not delay the answer): the transport takes
+    the read time-out from the request's extensions each time the body is read anew."""
+    timeout = dict(response.request.extensions.get("timeout") or {})
+    timeout["read"] = DRAIN_SECONDS
+    response.request.extensions["timeout"] = timeout

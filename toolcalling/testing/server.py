@@ -96,7 +96,12 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], backend: ChatBackend) -> None:
         self.backend = backend
+        self.connections = 0
         super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.connections += 1  # in the serving thread, one accepted connection at a time
+        super().process_request(request, client_address)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Clients hanging up mid-stream is normal (e.g. a test breaking out of a stream);
@@ -129,6 +134,7 @@ class OpenAICompatibleServer:
         self.port = port
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._connections = 0  # what a stopped server had accepted
 
     @property
     def url(self) -> str:
@@ -141,6 +147,12 @@ class OpenAICompatibleServer:
     def base_url(self) -> str:
         """The URL to pass as the SDK's ``base_url``, ending in ``/v1``."""
         return f"{self.url}/v1"
+
+    @property
+    def connections(self) -> int:
+        """How many TCP connections the server accepted so far: a client that keeps its connections alive opens
+        one for many requests."""
+        return self._server.connections if self._server is not None else self._connections
 
     @property
     def running(self) -> bool:
@@ -168,6 +180,7 @@ class OpenAICompatibleServer:
         self._server, self._thread = None, None
         if server is None:
             return
+        self._connections = server.connections
         server.shutdown()
         server.server_close()
         if thread is not None:
