@@ -110,9 +110,19 @@ else:
     raise ImproperlyConfigured(f"TOOLCALLING_TEST_DATABASE is {DATABASE!r}: use 'sqlite', 'postgresql' or 'mariadb'")
 # Persistent connections, as a production site sets them (the benchmarks and a worker test do; tests close them).
 DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("TOOLCALLING_TEST_CONN_MAX_AGE", 0))
+if DATABASE == "postgresql" and os.environ.get("TOOLCALLING_TEST_PG_POOL"):
+    # Django's connection pool (psycopg_pool), as an ASGI site on PostgreSQL configures it: each request's thread
+    # takes a connection from the pool and gives it back, instead of connecting anew (the benchmarks under uvicorn).
+    DATABASES["default"]["OPTIONS"] = {"pool": {"min_size": 2, "max_size": int(os.environ["TOOLCALLING_TEST_PG_POOL"])}}
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # a pooled connection goes back to the pool when Django closes it
 # The same database through a second connection (a test mirror of "default"): tests with a database router send
 # the app's writes here and its reads to "default", so a write, or a read that decides one, on the wrong alias shows.
 DATABASES["writes"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
+if DATABASE == "postgresql":
+    # The same database through Django's connection pool (PostgreSQL's only), a small one: tests with a router
+    # to it show that the app gives pooled connections back instead of keeping one per thread.
+    DATABASES["pooled"] = {**DATABASES["default"], "CONN_MAX_AGE": 0, "TEST": {"MIRROR": "default"},
+                           "OPTIONS": {"pool": {"min_size": 1, "max_size": 2, "timeout": 5}}}  # fmt: skip
 STATIC_URL = "/static/"
 MEDIA_ROOT = VAR_DIR / "media"  # the default storage, where attachments are kept
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -36,6 +36,8 @@ def advance(steps: Generator[Any, Any, None], value: Any, error: BaseException |
         item = steps.throw(error) if error is not None else steps.send(value)
     except StopIteration:
         return True, None
+    finally:
+        return_pooled_connections()
     return False, item
 
 
@@ -49,6 +51,20 @@ def drop_broken_connections() -> None:
                 connection.errors_occurred = False
             else:
                 connection.close()
+
+
+def return_pooled_connections() -> None:
+    """A connection of Django's connection pool (``OPTIONS["pool"]``) goes back to its pool after each step:
+    the pool is sized for requests, and executor threads keeping one each would hold them all while their
+    turns wait for the model (a pool of 4 and 30 turns at once: the fifth step waited for a connection until the
+    pool's time-out, and its turn failed). A connection outside a pool stays with its thread, as above."""
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None and not connection.in_atomic_block and pooled(connection):
+            connection.close()
+
+
+def pooled(connection: Any) -> bool:
+    return getattr(connection, "pool", None) is not None  # PostgreSQL's backend has one when configured
 
 
 async def drive(turn: Turn, content: str | None, *, claimed: bool = False) -> list[Message]:
