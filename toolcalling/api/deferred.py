@@ -42,14 +42,18 @@ class TurnResponse(Response):
     async def render(self) -> Response:  # type: ignore[override]  # Django awaits an async render
         try:
             # Shielded: a client that hangs up cancels this wait, never the turn, which ends and is stored.
-            messages = await asyncio.shield(asyncio.wrap_future(self.turn))
+            ended: list[Message] | Exception = await asyncio.shield(asyncio.wrap_future(self.turn))
         except Exception as exc:
-            outcome = await sync_to_async(self.view.handle_exception)(exc)
-        else:
-            outcome = await sync_to_async(self.answer)(messages)
+            ended = exc
+        await sync_to_async(self.finish)(ended)  # one hand-off to a thread for the body and its rendering
+        return self
+
+    def finish(self, ended: list[Message] | Exception) -> None:
+        """Take the data, status and headers of the turn's end (its messages, or the error it raised) and
+        render them."""
+        outcome = self.view.handle_exception(ended) if isinstance(ended, Exception) else self.answer(ended)
         self.data, self.status_code = outcome.data, outcome.status_code
         for header, value in outcome.items():
             if header.lower() != "content-type":
                 self[header] = value
-        await sync_to_async(super().render)()
-        return self
+        super().render()
