@@ -1,4 +1,5 @@
-"""A turn's claim on its conversation, and the turn's writes, each fenced by that claim (``Ledger``).
+"""A turn's writes, each fenced by the turn's claim on its conversation (``Ledger``; the claim itself is
+``_writes.claim``).
 
 A turn writes through a ``Ledger`` that holds the turn's claim (a token stored on the conversation when
 it was claimed). Every write is a transaction that first bumps the conversation's ``updated_at`` *where
@@ -14,7 +15,6 @@ what decides a write (the fence, the call ids already taken, the usage rows) is 
 
 from __future__ import annotations
 
-import datetime
 import functools
 import logging
 import uuid
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from django.db import DatabaseError, router, transaction
-from django.db.models import Case, F, QuerySet, Value, When
+from django.db.models import F, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -35,6 +35,7 @@ from ..usage import UNPRICED, Cost, Meter, Pricing, add_cost, cost_increments
 from ..usage import Usage as Counts
 from ._writes import (
     OPEN_CALL_STATUSES,
+    RUNNING,
     add_message,
     answer_call_if,
     close_open_calls,
@@ -46,53 +47,9 @@ from ._writes import (
 
 logger = logging.getLogger("toolcalling")
 
-RUNNING = Conversation.Status.RUNNING
 P = ParamSpec("P")
 R = TypeVar("R")
 TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens")
-
-
-def claim(
-    conversation: Conversation,
-    *,
-    from_statuses: Iterable[str],
-    stale_after: float | None = None,
-    title: str | None = None,
-) -> uuid.UUID | None:
-    """Move the conversation to ``running`` if it is in one of ``from_statuses``; one winner only.
-
-    Returns the winner's token (``None`` for the losers). With ``stale_after`` (seconds), a turn that has
-    been ``running`` without any write for that long (its process died, or hangs) may be taken over too.
-    ``title`` names a conversation that has no title yet, in the same statement.
-    """
-    token = uuid.uuid4()
-    values: dict[str, Any] = {"status": RUNNING, "error": "", "turn_token": token, "updated_at": timezone.now()}
-    values["stop_requested_at"] = None  # a turn taken over may have been asked to stop; this one was not
-    if title is not None:  # unless someone named it meanwhile: decided by the row, not by what this process read
-        values["title"] = Case(When(title="", then=Value(storable(title)[:200])), default=F("title"))
-    statuses = list(from_statuses)
-    this = Conversation.objects.using(write_db(conversation)).filter(pk=conversation.pk)
-    updated = statuses and this.filter(status__in=statuses).update(**values)
-    if not updated and stale_after is not None:
-        cutoff = timezone.now() - datetime.timedelta(seconds=stale_after)
-        updated = this.filter(status=RUNNING, updated_at__lt=cutoff).update(**values)
-    if not updated:
-        return None
-    conversation.status, conversation.error, conversation.turn_token = RUNNING, "", token
-    if title is not None and not conversation.title:
-        conversation.title = storable(title)[:200]
-    return token
-
-
-def claim_new(conversation: Conversation, *, title: str = "") -> uuid.UUID:
-    """Store a conversation nobody else can know yet already claimed (``running``, with its token and title):
-    one ``INSERT`` in the turn's first transaction instead of an ``INSERT`` and the claim's ``UPDATE``."""
-    token = uuid.uuid4()
-    conversation.status, conversation.error, conversation.turn_token = RUNNING, "", token
-    conversation.title = conversation.title or storable(title)[:200]
-    conversation.updated_at = timezone.now()
-    conversation.save(force_insert=True, using=write_db(conversation))
-    return token
 
 
 def retried(method: Callable[Concatenate[Ledger, P], R]) -> Callable[Concatenate[Ledger, P], R]:

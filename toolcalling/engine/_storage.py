@@ -1,5 +1,5 @@
-"""Storage of a turn, in one place to import from: the claim and the fenced writes (``_ledger``), the writes
-a turn shares with approvals (``_writes``), and reading the history back (``_history``).
+"""Storage of a turn, in one place to import from: the fenced writes (``_ledger``), the claim and the writes a
+turn shares with approvals (``_writes``), and reading the history back (``_history``).
 
 Every stored history is one the OpenAI API accepts: each assistant tool call has exactly one tool message
 answering it. Everything is written with the ORM, on the database the site's router gives for writes, and a
@@ -9,11 +9,14 @@ site's ``post_save`` receivers hear of every message and call (see ``_writes``).
 from __future__ import annotations
 
 from ._history import history_items, load_messages, to_openai
-from ._ledger import RUNNING, Ledger, claim, claim_new
+from ._ledger import Ledger
 from ._writes import (
     OPEN_CALL_STATUSES,
+    RUNNING,
     add_message,
     answer_call_if,
+    claim,
+    claim_new,
     close_open_calls,
     relax_durability,
     send_post_save,

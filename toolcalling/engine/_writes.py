@@ -8,20 +8,23 @@ for the call with ``created=False`` and the ``update_fields`` it wrote.
 
 from __future__ import annotations
 
+import datetime
 import logging
 import random
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from django.db import DatabaseError, connections, router, transaction
-from django.db.models import Model
+from django.db.models import Case, F, Model, Value, When
 from django.db.models.signals import post_save
 from django.utils import timezone
 
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json
 
+RUNNING = Conversation.Status.RUNNING
 OPEN_CALL_STATUSES = (ToolCall.Status.RUNNING, ToolCall.Status.APPROVED)
 ATTEMPTS = 5  # of a transaction the database rolled back for a deadlock or a lock it could not get
 # PostgreSQL's deadlock_detected and serialization_failure; MariaDB's deadlock and lock wait timeout.
@@ -109,6 +112,49 @@ def update_call_if(call: ToolCall, from_status: str | Iterable[str], /, **values
         setattr(call, name, value)
     send_post_save(call, values, using)
     return True
+
+
+def claim(
+    conversation: Conversation,
+    *,
+    from_statuses: Iterable[str],
+    stale_after: float | None = None,
+    title: str | None = None,
+) -> uuid.UUID | None:
+    """Move the conversation to ``running`` if it is in one of ``from_statuses``; one winner only.
+
+    Returns the winner's token (``None`` for the losers). With ``stale_after`` (seconds), a turn that has
+    been ``running`` without any write for that long (its process died, or hangs) may be taken over too.
+    ``title`` names a conversation that has no title yet, in the same statement.
+    """
+    token = uuid.uuid4()
+    values: dict[str, Any] = {"status": RUNNING, "error": "", "turn_token": token, "updated_at": timezone.now()}
+    values["stop_requested_at"] = None  # a turn taken over may have been asked to stop; this one was not
+    if title is not None:  # unless someone named it meanwhile: decided by the row, not by what this process read
+        values["title"] = Case(When(title="", then=Value(storable(title)[:200])), default=F("title"))
+    statuses = list(from_statuses)
+    this = Conversation.objects.using(write_db(conversation)).filter(pk=conversation.pk)
+    updated = statuses and this.filter(status__in=statuses).update(**values)
+    if not updated and stale_after is not None:
+        cutoff = timezone.now() - datetime.timedelta(seconds=stale_after)
+        updated = this.filter(status=RUNNING, updated_at__lt=cutoff).update(**values)
+    if not updated:
+        return None
+    conversation.status, conversation.error, conversation.turn_token = RUNNING, "", token
+    if title is not None and not conversation.title:
+        conversation.title = storable(title)[:200]
+    return token
+
+
+def claim_new(conversation: Conversation, *, title: str = "") -> uuid.UUID:
+    """Store a conversation nobody else can know yet already claimed (``running``, with its token and title):
+    one ``INSERT`` in the turn's first transaction instead of an ``INSERT`` and the claim's ``UPDATE``."""
+    token = uuid.uuid4()
+    conversation.status, conversation.error, conversation.turn_token = RUNNING, "", token
+    conversation.title = conversation.title or storable(title)[:200]
+    conversation.updated_at = timezone.now()
+    conversation.save(force_insert=True, using=write_db(conversation))
+    return token
 
 
 def set_status(conversation: Conversation, status: str, error: str = "") -> None:
