@@ -6,7 +6,7 @@ import pytest
 
 from tests.history import history_problems
 from toolcalling.models import Conversation, Message, ToolCall
-from toolcalling.testing.scripted import chat_messages
+from toolcalling.testing.bodies import chat_messages
 from toolcalling.testutils import override_toolcalling
 
 pytestmark = pytest.mark.each_api

@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from . import anthropic_shape
+from .bodies import prompt_text
 from .responses_shape import output_items, response_events, response_object
 from .rules import validate_chat_request
 from .rules_anthropic import IssuedThinking, thinking_enabled, validate_messages_request
 from .rules_responses import Issued, is_reasoning_model, validate_responses_request
-from .scripted import Reply, estimate_usage, prompt_text
+from .scripted import Reply, estimate_usage
 
 __all__ = ["ChatBackend", "Responder", "HandlerResult", "split_text"]
 

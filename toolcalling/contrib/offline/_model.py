@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext, pgettext
 
 from ...testing import Reply, ToolCall, mock_transport
-from ...testing.scripted import chat_messages
+from ...testing.bodies import chat_messages
 from . import _sentences as sentences
 from . import _text as tx
 
