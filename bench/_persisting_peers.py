@@ -10,6 +10,11 @@ site keeps its own:
 - pydantic-ai with its message-history recipe: ``result.all_messages_json()`` stored in one row per
   conversation, loaded with ``ModelMessagesTypeAdapter.validate_json`` each turn, through the stdlib ``sqlite3``
   (its defaults) or ``psycopg``, each write committed.
+- LangGraph with a checkpointer: the graph of its tutorial (a model node with the tool bound, ``ToolNode``,
+  ``tools_condition``) compiled with ``SqliteSaver`` on a ``sqlite3`` connection or ``PostgresSaver`` on a
+  ``psycopg`` connection set up as its docs say (autocommit, ``prepare_threshold=0``, ``dict_row``); the model
+  through ``langchain-openai``'s ``ChatOpenAI``. It checkpoints after every step of the graph, and each
+  ``invoke`` on the conversation's ``thread_id`` reads the last checkpoint back.
 
 They run in the benchmark's own process, as the in-memory peers do; PostgreSQL is the private cluster of
 ``_postgres.py`` (its socket in ``var/postgres``), the database the app's runner uses, in tables of their own.
@@ -160,10 +165,76 @@ class OpenAIAgentsSession:
         self.loop.close()
 
 
+class LangGraphCheckpointed:
+    """LangGraph's tool-calling graph with a checkpointer on the database, one thread per conversation."""
+
+    def __init__(self, database: str, var: Path) -> None:
+        self.database, self.var = database, var
+        self.connection: Any = None
+        self.graph: Any = None
+
+    def connect(self, base_url: str) -> None:
+        from langchain_core.messages import SystemMessage
+        from langchain_openai import ChatOpenAI
+        from langgraph.graph import START, MessagesState, StateGraph
+        from langgraph.prebuilt import ToolNode, tools_condition
+
+        model = ChatOpenAI(model="m", base_url=base_url, api_key="x", max_retries=0).bind_tools([add])
+
+        def chatbot(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [model.invoke([SystemMessage("You add numbers."), *state["messages"]])]}
+
+        builder = StateGraph(MessagesState)
+        builder.add_node("chatbot", chatbot)
+        builder.add_node("tools", ToolNode([add]))
+        builder.add_conditional_edges("chatbot", tools_condition)
+        builder.add_edge("tools", "chatbot")
+        builder.add_edge(START, "chatbot")
+        checkpointer: Any
+        if self.database == "sqlite":
+            from langgraph.checkpoint.sqlite import SqliteSaver
+
+            self.connection = sqlite3.connect(self.var / "langgraph.sqlite3", check_same_thread=False)
+            checkpointer = SqliteSaver(self.connection)
+        else:
+            import psycopg
+            from langgraph.checkpoint.postgres import PostgresSaver
+            from psycopg.rows import dict_row
+
+            self.connection = psycopg.connect(
+                host=str(self.var / "postgres"),
+                user=POSTGRES_USER,
+                dbname="toolcalling",
+                autocommit=True,
+                prepare_threshold=0,
+                row_factory=dict_row,
+            )
+            checkpointer = PostgresSaver(self.connection)
+        checkpointer.setup()
+        self.graph = builder.compile(checkpointer=checkpointer)
+
+    def __call__(self, base_url: str, turns: int) -> list[float]:
+        if self.graph is None:
+            self.connect(base_url)
+        config = {"configurable": {"thread_id": f"bench-{next(_conversations)}"}}
+        times = []
+        for _ in range(turns):
+            started = time.perf_counter()
+            state = self.graph.invoke({"messages": [{"role": "user", "content": QUESTION}]}, config)
+            times.append(time.perf_counter() - started)
+            assert state["messages"][-1].content == ANSWER, state["messages"][-1].content
+        return times
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+
+
 def persisting_peer_sides(databases: dict[str, str], var: Path) -> dict[str, Any]:
     """The persisting peers on each of ``databases`` (label: "sqlite" or "postgresql"), named by peer and label."""
     sides: dict[str, Any] = {}
     for label, database in databases.items():
         sides[f"openai-agents, {label}"] = OpenAIAgentsSession(database, var)
         sides[f"pydantic-ai, {label}"] = PydanticAIStored(database, var)
+        sides[f"LangGraph, {label}"] = LangGraphCheckpointed(database, var)
     return sides

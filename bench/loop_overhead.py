@@ -14,7 +14,8 @@ fair baseline for a loop that persists, on each database the app runs on.
 ``--peers`` adds pydantic-ai and openai-agents (``pip install -r requirements/bench.txt``), twice each: keeping
 their message history in memory between turns (they store nothing), and persisting it on each database the way
 their docs say, stored after every turn and read back from the database before the next (``_persisting_peers.py``:
-openai-agents' ``SQLiteSession`` / ``SQLAlchemySession``, pydantic-ai's ``all_messages_json()`` in a row).
+openai-agents' ``SQLiteSession`` / ``SQLAlchemySession``, pydantic-ai's ``all_messages_json()`` in a row), and
+LangGraph with its SQLite / PostgreSQL checkpointer.
 Printed: the median time of the first and the last turn over the rounds, each side's ratio to the bare SDK
 measured in the same run, the app's ratio to the persisting loop on the same database, and with ``--peers`` the
 app's ratio to each persisting peer on the same database. Lower is better; 1.00 is level.
@@ -56,7 +57,7 @@ from bench._postgres import postgres  # noqa: E402
 from bench._sides import app_side, close_sides, peer_sides  # noqa: E402
 
 Side = Callable[[str, int], list[float]]  # (base URL, turns) -> seconds per turn
-PEERS = ("openai-agents", "pydantic-ai")
+PEERS = ("openai-agents", "pydantic-ai", "LangGraph")
 
 
 def bare_sdk(base_url: str, turns: int) -> list[float]:
@@ -200,7 +201,7 @@ def main() -> None:
     parser.add_argument(
         "--peers",
         action="store_true",
-        help="also pydantic-ai and openai-agents, in memory and persisting on each database",
+        help="also pydantic-ai and openai-agents in memory, and persisting on each database with LangGraph",
     )
     parser.add_argument("--api", choices=["chat_completions", "responses", "anthropic"], default="chat_completions")
     options = parser.parse_args()
