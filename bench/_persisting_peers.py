@@ -31,8 +31,8 @@ from typing import Any
 
 from bench._model import ANSWER, QUESTION
 from bench._sides import add
+from tests.services import POSTGRES_USER
 
-POSTGRES_USER = "toolcalling"  # tests/services.py's cluster superuser
 _conversations = itertools.count(1)
 
 
