@@ -1,4 +1,5 @@
-"""The sides of the loop benchmark besides the bare SDK: the app (in a runner process per database) and peers."""
+"""The sides of the loop benchmark besides the bare SDK: the app (in a runner process per database) and the peers
+that keep their history in memory (the peers that persist it are in ``_persisting_peers.py``)."""
 
 from __future__ import annotations
 
@@ -43,8 +44,10 @@ def app_side(
 
 
 def close_sides(sides: dict[str, Side]) -> None:
-    """End the runner processes (before the database they use goes away)."""
+    """End the runner processes and the peers' connections (before the database they use goes away)."""
     for side in sides.values():
+        if callable(close := getattr(side, "close", None)):
+            close()
         for runner in getattr(side, "runners", {}).values():
             runner.stdin.close()
             runner.wait(30)
@@ -61,8 +64,9 @@ def add(a: int, b: int) -> int:
 
 
 def peer_sides() -> dict[str, Side]:
-    """pydantic-ai and openai-agents running the same exchange, keeping their own history between turns."""
-    return {"pydantic-ai": pydantic_ai_side, "openai-agents": openai_agents_side}
+    """pydantic-ai and openai-agents running the same exchange, keeping their own history in memory between turns
+    (they store nothing)."""
+    return {"pydantic-ai, in memory": pydantic_ai_side, "openai-agents, in memory": openai_agents_side}
 
 
 def pydantic_ai_side(base_url: str, turns: int) -> list[float]:

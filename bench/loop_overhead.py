@@ -11,10 +11,14 @@ validates arguments, runs hooks and stores every message and call (SQLite; ``--p
 The hand-written persisting loop is the bare loop plus the rows the app stores (each message, each call and
 its result), written with plain ORM ``create()`` / ``update()`` in transactions (``_persisting_loop.py``): the
 fair baseline for a loop that persists, on each database the app runs on.
-``--peers`` adds pydantic-ai and openai-agents (``pip install -r requirements/bench.txt``), keeping their
-own message history between turns. Printed: the median time of the first and the last turn over the
-rounds, each side's ratio to the bare SDK measured in the same run, and the app's ratio to the persisting
-loop on the same database. Lower is better; 1.00 is level.
+``--peers`` adds pydantic-ai and openai-agents (``pip install -r requirements/bench.txt``), twice each: keeping
+their message history in memory between turns (they store nothing), and persisting it on each database the way
+their docs say, stored after every turn and read back from the database before the next (``_persisting_peers.py``:
+openai-agents' ``SQLiteSession`` / ``SQLAlchemySession``, pydantic-ai's ``all_messages_json()`` in a row), and
+LangGraph with its SQLite / PostgreSQL checkpointer.
+Printed: the median time of the first and the last turn over the rounds, each side's ratio to the bare SDK
+measured in the same run, the app's ratio to the persisting loop on the same database, and with ``--peers`` the
+app's ratio to each persisting peer on the same database. Lower is better; 1.00 is level.
 With ``--api responses`` the app and the baseline speak the Responses API, statelessly, with a reasoning model:
 the baseline is a hand-written ``client.responses.create`` loop that sends its output items (reasoning included)
 back as input, beside the same loop through ``client.post`` (the persisting loop and the peers speak Chat
@@ -48,10 +52,12 @@ import httpx2  # noqa: E402
 import openai  # noqa: E402
 
 from bench._model import ADD, ADD_ANTHROPIC, ADD_RESPONSES, ANSWER, QUESTION, model_server  # noqa: E402
+from bench._persisting_peers import persisting_peer_sides  # noqa: E402
 from bench._postgres import postgres  # noqa: E402
 from bench._sides import app_side, close_sides, peer_sides  # noqa: E402
 
 Side = Callable[[str, int], list[float]]  # (base URL, turns) -> seconds per turn
+PEERS = ("openai-agents", "pydantic-ai", "LangGraph")
 
 
 def bare_sdk(base_url: str, turns: int) -> list[float]:
@@ -192,7 +198,11 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--postgres", action="store_true", help="also the app on a private PostgreSQL cluster")
-    parser.add_argument("--peers", action="store_true", help="also pydantic-ai and openai-agents")
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="also pydantic-ai and openai-agents in memory, and persisting on each database with LangGraph",
+    )
     parser.add_argument("--api", choices=["chat_completions", "responses", "anthropic"], default="chat_completions")
     options = parser.parse_args()
 
@@ -208,6 +218,7 @@ def main() -> None:
             sides[f"persisting loop, {label}"] = app_side(database, command="persist")
     if options.peers and chat:
         sides.update(peer_sides())
+        sides.update(persisting_peer_sides(databases, VAR))
     first: dict[str, list[float]] = {name: [] for name in sides}
     last: dict[str, list[float]] = {name: [] for name in sides}
     with ExitStack() as stack:
@@ -239,6 +250,14 @@ def main() -> None:
         f = statistics.median(first[app]) / statistics.median(first[persisting])
         l_ = statistics.median(last[app]) / statistics.median(last[persisting])
         print(f"{app:<28} {'':>9} {f:6.2f} {'':>9} {l_:6.2f}")
+    if options.peers:
+        print("The app against each persisting peer on the same database (below 1.00 the app is faster):")
+        for label in databases:
+            app = f"toolcalling, {label}"
+            for peer in (name for name in sides if name.endswith(f", {label}") and name.split(",")[0] in PEERS):
+                f = statistics.median(first[app]) / statistics.median(first[peer])
+                l_ = statistics.median(last[app]) / statistics.median(last[peer])
+                print(f"{peer:<28} {'':>9} {f:6.2f} {'':>9} {l_:6.2f}")
 
 
 if __name__ == "__main__":
