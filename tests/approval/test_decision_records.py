@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.admin.models import LogEntry
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from tests.approval.test_decisions import post, tool_message
 from toolcalling import approval, signals
@@ -93,6 +93,14 @@ def test_deciding_a_call_that_was_deleted_meanwhile_says_so(api, ops, model, app
         approval.approve(call, approver)
     assert info.value.status == "deleted"
     assert str(info.value.detail) == "This tool call was already decided: it is deleted."
+
+
+def test_a_deleted_call_is_named_in_the_users_language(api, ops, model, approver):
+    [call] = waiting_calls(api, ops, model, "a")
+    ToolCall.objects.filter(pk=call.pk).delete()
+    with translation.override("de"), pytest.raises(AlreadyDecided) as info:
+        approval.approve(call, approver)
+    assert str(info.value.detail) == "Über diesen Tool-Aufruf wurde bereits entschieden: Status „gelöscht“."
 
 
 def test_a_cancel_frees_only_its_own_conversation_and_marks_it_changed(api, ops, model, approver_api):
