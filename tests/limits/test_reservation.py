@@ -96,6 +96,15 @@ def test_the_refusal_names_the_limit_that_lasts_longest_with_the_conversations_s
     assert refused.value.limit["period"] == "day" and refused.value.limit["used"] == 5
 
 
+def test_of_two_limits_full_that_reset_together_the_first_is_told(db):
+    tokens = UsageLimit(quantity="tokens", maximum=10, per="assistant", period="day")
+    counted(DAY, turns=5)
+    counted(tokens, tokens=10)
+    with pytest.raises(UsageLimitExceeded) as refused:
+        reserve(meter(DAY, tokens), Usage(turns=1))
+    assert refused.value.limit["quantity"] == "turns"
+
+
 def test_a_money_limit_is_reserved_like_the_others(db):
     counted(MONEY, cost=Decimal("2.50"))
     with pytest.raises(UsageLimitExceeded) as refused:
