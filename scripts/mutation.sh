@@ -8,6 +8,8 @@
 # Results stay in mutants/ (ignored by git), so a run that stopped goes on where it was: only mutants not yet
 # tried are tried. After the tests changed, MUTATION_RETRY=survivors tries again only the mutants tried and not
 # killed, and MUTATION_RETRY=1 every mutant of the area.
+# MUTATION_ONLY="pattern ..." narrows an area to the mutants matching one of the patterns (fnmatch, on names such
+# as toolcalling.usage._meter.xǁMeterǁcheck__mutmut_3), to try first what matters most when time is short.
 # MUTATION_TIMEOUT bounds each area's run in seconds (default 3600). One mutant at a time: the tests start their
 # own Redis, Celery worker and database on ports and files chosen once per run, and the machine is shared.
 set -uo pipefail
@@ -32,8 +34,9 @@ EQUIVALENT=scripts/mutation-equivalent.txt  # mutants judged equivalent: not tri
 # leaving out the ones listed as equivalent (unless MUTATION_RETRY=1).
 untried() {
   "$PY" - "$1" "${MUTATION_RETRY:-0}" "$EQUIVALENT" <<'PYTHON'
-import fnmatch, json, pathlib, sys
+import fnmatch, json, os, pathlib, sys
 pattern, retry, listed = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
+narrowed = os.environ.get("MUTATION_ONLY", "").split()  # patterns within the area, such as its slowest functions
 equivalent = {line.split()[0] for line in listed.read_text().splitlines() if line.strip() and line[0] != "#"}
 for meta in sorted(pathlib.Path("mutants").rglob("*.py.meta")):
     for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
@@ -43,7 +46,7 @@ for meta in sorted(pathlib.Path("mutants").rglob("*.py.meta")):
             wanted = code is not None and code not in (1, 3)  # tried, not killed
         else:
             wanted = retry == "1" or code is None
-        if fnmatch.fnmatch(name, pattern) and wanted:
+        if fnmatch.fnmatch(name, pattern) and wanted and (not narrowed or any(fnmatch.fnmatch(name, p) for p in narrowed)):
             print(name)
 PYTHON
 }
