@@ -153,3 +153,14 @@ def test_a_sweep_lists_only_the_runs_it_failed_not_one_whose_result_landed_meanw
         post_save.disconnect(late_result, sender=ToolCall)
     assert [call.pk for call in failed] == [first.pk]
     assert ToolCall.objects.get(pk=second.pk).status == "succeeded"
+
+
+def test_a_sweep_leaves_alone_a_call_that_needs_no_approval_however_long_it_runs(api, model):
+    call = waiting_call(api, model, "plain")
+    long_ago = timezone.now() - timedelta(days=1)
+    # A tool of a turn (not gated) still running: the turn's own process answers it, not a worker with a lease.
+    ToolCall.objects.filter(pk=call.pk).update(
+        status=ToolCall.Status.RUNNING, requires_approval=False, started_at=long_ago, lease_expires_at=None
+    )
+    assert approval.fail_stalled(now=timezone.now()) == []
+    assert ToolCall.objects.get(pk=call.pk).status == "running"
