@@ -2,6 +2,7 @@
 ``PRICES`` is a system check error; models with no price are listed by a warning."""
 
 from decimal import Decimal
+from types import SimpleNamespace
 
 import pytest
 
@@ -109,3 +110,14 @@ def test_a_cost_is_kept_to_ten_places_rounded_half_up_and_counts_left_out_are_no
     assert price.cost(prompt_tokens=0, completion_tokens=1) == Decimal("0.0000000003")
     # Without cache counts every prompt token is priced as input, none as read from or written to a cache.
     assert price.cost(prompt_tokens=1_000_000, completion_tokens=0) == Decimal("0.00005")
+
+
+def test_an_answer_is_priced_at_its_prompts_tier_and_by_the_model_it_reports_when_the_assistants_has_no_price():
+    counts = SimpleNamespace(prompt_tokens=250_000, completion_tokens=0, cached_tokens=0)  # no cache writes reported
+    with override_toolcalling(BASE_URL=None, API_KEY="k"):
+        cost = Pricing("claude-sonnet-4-5", "anthropic").cost("", counts)
+    assert cost.amount == Decimal("1.5") and cost.price.input == 6  # 250,000 at the long prompts' 6 per million
+    prices = {"snapshot-2025": {"input": "2", "output": "2"}}
+    with override_toolcalling(PRICES=prices):
+        reported = Pricing("unknown", "chat_completions").cost("snapshot-2025", counts)
+    assert reported.price.model == "snapshot-2025" and reported.amount == Decimal("0.5")
