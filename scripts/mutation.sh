@@ -8,6 +8,8 @@
 # Results stay in mutants/ (ignored by git), so a run that stopped goes on where it was: only mutants not yet
 # tried are tried. After the tests changed, MUTATION_RETRY=survivors tries again only the mutants tried and not
 # killed, and MUTATION_RETRY=1 every mutant of the area.
+# MUTATION_ONLY="pattern ..." narrows an area to the mutants matching one of the patterns (fnmatch, on names such
+# as toolcalling.usage._meter.xǁMeterǁcheck__mutmut_3), to try first what matters most when time is short.
 # MUTATION_TIMEOUT bounds each area's run in seconds (default 3600). One mutant at a time: the tests start their
 # own Redis, Celery worker and database on ports and files chosen once per run, and the machine is shared.
 set -uo pipefail
@@ -26,48 +28,63 @@ declare -A TESTS=(
   [calls]="tests/core tests/approval tests/limits tests/costs tests/loop_features"
 )
 
-# The mutants of one area not tried yet (all of them with MUTATION_RETRY=1), from mutmut's files in mutants/.
+EQUIVALENT=scripts/mutation-equivalent.txt  # mutants judged equivalent: not tried again, counted with the killed
+
+# The mutants of one area not tried yet (all of them with MUTATION_RETRY=1), from mutmut's files in mutants/,
+# leaving out the ones listed as equivalent (unless MUTATION_RETRY=1).
 untried() {
-  "$PY" - "$1" "${MUTATION_RETRY:-0}" <<'PYTHON'
-import fnmatch, json, pathlib, sys
-pattern, retry = sys.argv[1], sys.argv[2]
+  "$PY" - "$1" "${MUTATION_RETRY:-0}" "$EQUIVALENT" <<'PYTHON'
+import fnmatch, json, os, pathlib, sys
+pattern, retry, listed = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
+narrowed = os.environ.get("MUTATION_ONLY", "").split()  # patterns within the area, such as its slowest functions
+equivalent = {line.split()[0] for line in listed.read_text().splitlines() if line.strip() and line[0] != "#"}
 for meta in sorted(pathlib.Path("mutants").rglob("*.py.meta")):
     for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
+        if name in equivalent and retry != "1":
+            continue
         if retry == "survivors":
             wanted = code is not None and code not in (1, 3)  # tried, not killed
         else:
             wanted = retry == "1" or code is None
-        if fnmatch.fnmatch(name, pattern) and wanted:
+        if fnmatch.fnmatch(name, pattern) and wanted and (not narrowed or any(fnmatch.fnmatch(name, p) for p in narrowed)):
             print(name)
 PYTHON
 }
 
 report() {
-  "$PY" - <<'PYTHON'
-import json, pathlib
+  "$PY" - "$EQUIVALENT" <<'PYTHON'
+import json, pathlib, sys
 from collections import Counter
 KILLED = {1, 3}  # pytest's "tests failed" and "internal error": the mutant was noticed
+listed = pathlib.Path(sys.argv[1]).read_text().splitlines()
+EQUIVALENT = {line.split()[0] for line in listed if line.strip() and line[0] != "#"}
 rows = []
 for meta in sorted(pathlib.Path("mutants").rglob("*.py.meta")):
     try:
-        codes = list(json.loads(meta.read_text())["exit_code_by_key"].values())
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
     except ValueError:
         print(f"{meta}: unreadable (a run stopped while writing it); delete it and its module in mutants/")
         continue
     if not codes:
         continue
-    tried = [c for c in codes if c is not None]
-    killed = sum(c in KILLED for c in tried)
-    other = Counter({0: "survived", 33: "no tests", 5: "no tests"}.get(c, f"exit {c}") for c in tried if c not in KILLED)
+    # A listed equivalent counts as tried (it was read, whether or not it ran again) and, unless killed, equivalent.
+    tried = {name: code for name, code in codes.items() if code is not None or name in EQUIVALENT}
+    killed = sum(code in KILLED for code in tried.values())
+    equivalent = sum(name in EQUIVALENT and code not in KILLED for name, code in tried.items())
+    other = Counter({0: "survived", 33: "no tests", 5: "no tests"}.get(code, f"exit {code}")
+                    for name, code in tried.items() if code not in KILLED and name not in EQUIVALENT)
     module = str(meta.relative_to("mutants")).removesuffix(".meta")
-    rate = f"{100 * killed / len(tried):5.1f}%" if tried else "    -"
-    rows.append((module, len(codes), len(tried), killed, rate, ", ".join(f"{n} {k}" for k, n in sorted(other.items()))))
-print(f"{'module':40} {'mutants':>7} {'tried':>6} {'killed':>6} {'rate':>6}  not killed")
-for module, total, tried, killed, rate, other in rows:
-    print(f"{module:40} {total:7} {tried:6} {killed:6} {rate:>6}  {other}")
-total_tried, total_killed = sum(r[2] for r in rows), sum(r[3] for r in rows)
+    rate = f"{100 * (killed + equivalent) / len(tried):5.1f}%" if tried else "    -"
+    rows.append((module, len(codes), len(tried), killed, equivalent, rate,
+                 ", ".join(f"{n} {k}" for k, n in sorted(other.items()))))
+print("rate: (killed + equivalent) / tried; equivalent: listed in scripts/mutation-equivalent.txt, not killed")
+print(f"{'module':40} {'mutants':>7} {'tried':>6} {'killed':>6} {'equiv':>6} {'rate':>6}  not killed")
+for module, total, tried, killed, equivalent, rate, other in rows:
+    print(f"{module:40} {total:7} {tried:6} {killed:6} {equivalent:6} {rate:>6}  {other}")
+total_tried, total_killed, total_equivalent = (sum(r[i] for r in rows) for i in (2, 3, 4))
 if total_tried:
-    print(f"{'all':40} {sum(r[1] for r in rows):7} {total_tried:6} {total_killed:6} {100 * total_killed / total_tried:5.1f}%")
+    rate = 100 * (total_killed + total_equivalent) / total_tried
+    print(f"{'all':40} {sum(r[1] for r in rows):7} {total_tried:6} {total_killed:6} {total_equivalent:6} {rate:5.1f}%")
 PYTHON
 }
 

@@ -6,12 +6,14 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.admin.models import LogEntry
-from django.utils import timezone
+from django.test import override_settings
+from django.utils import timezone, translation
 
 from tests.approval.test_decisions import post, tool_message
+from tests.integrity.test_routers import WRITES, AppWritesElsewhere
 from toolcalling import approval, signals
 from toolcalling.exceptions import AlreadyDecided
-from toolcalling.models import Conversation, ToolCall
+from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.testutils import override_toolcalling
 
 
@@ -95,6 +97,14 @@ def test_deciding_a_call_that_was_deleted_meanwhile_says_so(api, ops, model, app
     assert str(info.value.detail) == "This tool call was already decided: it is deleted."
 
 
+def test_a_deleted_call_is_named_in_the_users_language(api, ops, model, approver):
+    [call] = waiting_calls(api, ops, model, "a")
+    ToolCall.objects.filter(pk=call.pk).delete()
+    with translation.override("de"), pytest.raises(AlreadyDecided) as info:
+        approval.approve(call, approver)
+    assert str(info.value.detail) == "Über diesen Tool-Aufruf wurde bereits entschieden: Status „gelöscht“."
+
+
 def test_a_cancel_frees_only_its_own_conversation_and_marks_it_changed(api, ops, model, approver_api):
     [call] = waiting_calls(api, ops, model, "a")
     other = approver_api.post("/api/toolcalling/conversations/", {"assistant": "ops"}, format="json").json()
@@ -161,3 +171,38 @@ def test_receivers_of_a_rejection_hear_who_rejected_it_and_why(api, ops, model, 
     with on(signals.tool_call_rejected, receiver):
         approval.reject(call, approver, "not today")
     assert heard == [(call.pk, approver, "not today")]
+
+
+def test_decisions_are_stored_and_logged_in_the_users_language(api, ops, model, approver):
+    first, second, third = waiting_calls(api, ops, model, "a", "b", "c")
+    model.reply("None of them ran.")
+    with translation.override("de"):
+        approval.reject(first, approver, reason="zu teuer")
+        approval.reject(second, approver)
+        with override_toolcalling(APPROVAL_TIMEOUT=3600):
+            assert approval.expire(now=third.created_at + timedelta(hours=2)) == [third]
+    logged = {entry.object_id: entry.change_message for entry in LogEntry.objects.all()}
+    assert logged == {str(first.pk): "Abgelehnt: zu teuer", str(second.pk): "Abgelehnt."}
+    third.refresh_from_db()
+    assert (third.status, third.decision_reason) == ("expired", "Abgelaufen.")
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", WRITES])
+def test_a_rejection_is_one_transaction_on_the_routers_database(api, ops, model, approver):
+    [call] = waiting_calls(api, ops, model, "a")
+
+    def fails(**kwargs):
+        raise RuntimeError("a site's receiver failed")
+
+    with (
+        override_settings(DATABASE_ROUTERS=[AppWritesElsewhere(also=("admin",))]),  # the decision's log entry too
+        on(signals.tool_call_rejected, fails),
+        pytest.raises(RuntimeError),
+    ):
+        approval.reject(call, approver, reason="no")
+    # The receiver runs inside the rejection's transaction, so its failure undoes the decision, its answer included.
+    call.refresh_from_db()
+    assert (call.status, call.decided_by) == ("awaiting_approval", None)
+    assert not Message.objects.filter(conversation_id=call.conversation_id, role="tool").exists()
+    assert Conversation.objects.get(pk=ops["id"]).status == "awaiting_approval"
+    assert not LogEntry.objects.filter(object_id=str(call.pk)).exists()

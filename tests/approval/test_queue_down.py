@@ -36,7 +36,10 @@ def test_an_approval_the_broker_cannot_take_is_undone_and_can_be_given_again(app
         response = approver_api.post(url)
     assert response.status_code == 503
     assert response.json()["code"] == "queue_unavailable"
-    assert "waits for approval again" in response.json()["detail"]
+    assert response.json()["detail"] == (
+        "The task queue could not be reached, so the call was not started; it waits for approval again."
+    )
+    assert response.json()["status"] == "awaiting_approval"
     waiting.refresh_from_db()
     assert (waiting.status, waiting.decided_by, waiting.decided_at) == ("awaiting_approval", None, None)
     assert counter("queued") == 0

@@ -5,6 +5,7 @@ continuation left waiting. Tasks run eagerly here."""
 from datetime import timedelta
 
 import pytest
+from django.db.models.signals import post_save
 from django.utils import timezone
 
 from tests.approval.test_decisions import post, tool_message
@@ -130,3 +131,36 @@ def test_a_lost_continuation_is_queued_again_once_it_is_more_than_a_minute_old(
     assert [c.pk for c in approval.continue_stalled(now=minute + tick)] == [stalled.pk]
     assert Conversation.objects.get(pk=stalled.pk).status == "idle"
     model.assert_done()
+
+
+def test_a_sweep_lists_only_the_runs_it_failed_not_one_whose_result_landed_meanwhile(api, model):
+    first, second = waiting_call(api, model, "first"), waiting_call(api, model, "second")
+    long_ago = timezone.now() - timedelta(days=1)
+    ToolCall.objects.filter(pk__in=[first.pk, second.pk]).update(
+        status=ToolCall.Status.RUNNING, started_at=long_ago, lease_expires_at=long_ago
+    )
+
+    def late_result(sender, instance, **kwargs):
+        # While the sweep fails the first run, the second one's worker stores its result after all.
+        if instance.pk == first.pk and instance.status == ToolCall.Status.FAILED:
+            ToolCall.objects.filter(pk=second.pk).update(status=ToolCall.Status.SUCCEEDED, result="done")
+
+    model.reply("The first one failed.")
+    post_save.connect(late_result, sender=ToolCall)
+    try:
+        failed = approval.fail_stalled(now=timezone.now())
+    finally:
+        post_save.disconnect(late_result, sender=ToolCall)
+    assert [call.pk for call in failed] == [first.pk]
+    assert ToolCall.objects.get(pk=second.pk).status == "succeeded"
+
+
+def test_a_sweep_leaves_alone_a_call_that_needs_no_approval_however_long_it_runs(api, model):
+    call = waiting_call(api, model, "plain")
+    long_ago = timezone.now() - timedelta(days=1)
+    # A tool of a turn (not gated) still running: the turn's own process answers it, not a worker with a lease.
+    ToolCall.objects.filter(pk=call.pk).update(
+        status=ToolCall.Status.RUNNING, requires_approval=False, started_at=long_ago, lease_expires_at=None
+    )
+    assert approval.fail_stalled(now=timezone.now()) == []
+    assert ToolCall.objects.get(pk=call.pk).status == "running"

@@ -5,11 +5,12 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.admin.models import LogEntry
+from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
 
 from tests.approvalapp.models import Counter
 from toolcalling import approval, tool
-from toolcalling.exceptions import ImproperlyDefined
+from toolcalling.exceptions import DecisionNotAllowed, ImproperlyDefined
 from toolcalling.models import Conversation, Message, ToolCall
 
 URL = "/api/toolcalling/"
@@ -161,3 +162,32 @@ def test_tool_options_for_approval_are_checked_when_the_tool_is_defined():
     assert "approver must be one of 'staff', 'user', not 'staf'" in message
     assert "approval_preview must be a callable" in message
     assert "apply only to a tool with requires_approval" in message
+
+
+def test_each_refusal_says_why_with_the_calls_status(api, ops, model, approver, approver_api):
+    call_id = ask(api, ops["id"], model, "bump", {"name": "orders"})["awaiting_approval"][0]["id"]
+    response = api.post(f"{URL}tool-calls/{call_id}/approve/", {}, format="json")  # alice has no permission
+    assert (response.status_code, response.json()) == (403, {
+        "detail": "You need the permission toolcalling.approve_toolcall to decide on tool calls.",
+        "code": "permission_denied",
+        "status": "awaiting_approval",
+    })  # fmt: skip
+    own = approver_api.post(f"{URL}conversations/", {"assistant": ops["assistant"]}, format="json").json()
+    own_call = ask(approver_api, own["id"], model, "bump", {"name": "orders"})["awaiting_approval"][0]["id"]
+    response = approver_api.post(f"{URL}tool-calls/{own_call}/approve/", {}, format="json")
+    assert response.status_code == 403
+    assert response.json()["detail"] == (
+        "You asked for this call in your own conversation, so another staff member has to approve it "
+        "(you may still reject it)."
+    )
+    assert response.json()["status"] == "awaiting_approval"
+
+    call = ToolCall.objects.get(pk=call_id)
+    with pytest.raises(DecisionNotAllowed) as nobody:
+        approval.approve(call, AnonymousUser())
+    assert nobody.value.status == "awaiting_approval"
+    assert not approval.may_decide(call, AnonymousUser()) and not approval.may_decide(call, None)
+    assert approval.may_decide(call, approver) and not approval.may_decide(call, call.conversation.user)
+    # The four-eyes rule is for approving: an approver may still reject a call of their own conversation.
+    mine = ToolCall.objects.get(pk=own_call)
+    assert approval.may_decide(mine, approver) and not approval.may_decide(mine, approver, approving=True)

@@ -75,8 +75,10 @@ def test_a_model_without_a_price_under_a_money_limit_is_refused_never_free(api, 
     refused = post(api, conversation, "hi")
     assert refused.status_code == 503, refused.content
     body = refused.json()
-    assert body["code"] == "unpriced_model" and body["messages"] == []
-    assert "'test-model'" not in body["detail"] and "test-model has no price" in body["detail"]
+    assert (body["code"], body["status"], body["messages"]) == ("unpriced_model", "idle", [])
+    assert body["detail"] == (
+        "This assistant's model test-model has no price, and a cost limit applies: its use cannot be counted."
+    )
     assert not Message.objects.filter(conversation_id=conversation).exists()
     assert Conversation.objects.get(pk=conversation).status == "idle"
     [error] = [m for m in check_prices() if m.id == "toolcalling.E008" and "'helper'" in m.msg]

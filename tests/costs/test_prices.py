@@ -2,6 +2,7 @@
 ``PRICES`` is a system check error; models with no price are listed by a warning."""
 
 from decimal import Decimal
+from types import SimpleNamespace
 
 import pytest
 
@@ -33,6 +34,15 @@ def test_anthropic_tiered_prices_take_the_tier_of_the_prompt():
         long = price_for(["claude-sonnet-4-5"], "anthropic", prompt_tokens=250_000)
     assert (short.input, short.cache_write, short.output) == (3, Decimal("3.75"), 15)
     assert (long.input, long.output) == (6, Decimal("22.5"))
+
+
+def test_a_prompt_of_exactly_a_tiers_start_is_priced_below_it():
+    # A tier applies to prompts above its start (200,000 tokens here), as genai-prices and Anthropic bill them.
+    with override_toolcalling(BASE_URL=None, API_KEY="k"):
+        at_start = price_for(["claude-sonnet-4-5"], "anthropic", prompt_tokens=200_000)
+        one_more = price_for(["claude-sonnet-4-5"], "anthropic", prompt_tokens=200_001)
+    assert (at_start.input, at_start.cached_input, at_start.output) == (3, Decimal("0.3"), 15)
+    assert (one_more.input, one_more.cached_input, one_more.output) == (6, Decimal("0.6"), Decimal("22.5"))
 
 
 @pytest.mark.parametrize(
@@ -89,3 +99,25 @@ def test_configured_models_without_a_price_are_listed_by_a_warning():
     assert "helper" in warning.msg and "shows as null" in warning.msg
     with override_toolcalling(MODEL="test-model", PRICES={"test-model": {"input": "1", "output": "1"}}):
         assert not [m for m in check_prices() if "'test-model'" in m.msg]
+
+
+def test_a_cost_is_kept_to_ten_places_rounded_half_up_and_counts_left_out_are_none():
+    rates = {"input": "0.00005", "output": "0.00025", "cached_input": "0", "cache_write": "7"}
+    with override_toolcalling(PRICES={"tiny": rates}):
+        price = price_for(["tiny"], "chat_completions")
+    # Half of the smallest amount kept rounds up, never to the even neighbour: a token is never free.
+    assert price.cost(prompt_tokens=1, completion_tokens=0) == Decimal("0.0000000001")
+    assert price.cost(prompt_tokens=0, completion_tokens=1) == Decimal("0.0000000003")
+    # Without cache counts every prompt token is priced as input, none as read from or written to a cache.
+    assert price.cost(prompt_tokens=1_000_000, completion_tokens=0) == Decimal("0.00005")
+
+
+def test_an_answer_is_priced_at_its_prompts_tier_and_by_the_model_it_reports_when_the_assistants_has_no_price():
+    counts = SimpleNamespace(prompt_tokens=250_000, completion_tokens=0, cached_tokens=0)  # no cache writes reported
+    with override_toolcalling(BASE_URL=None, API_KEY="k"):
+        cost = Pricing("claude-sonnet-4-5", "anthropic").cost("", counts)
+    assert cost.amount == Decimal("1.5") and cost.price.input == 6  # 250,000 at the long prompts' 6 per million
+    prices = {"snapshot-2025": {"input": "2", "output": "2"}}
+    with override_toolcalling(PRICES=prices):
+        reported = Pricing("unknown", "chat_completions").cost("snapshot-2025", counts)
+    assert reported.price.model == "snapshot-2025" and reported.amount == Decimal("0.5")

@@ -35,3 +35,14 @@ def test_the_current_periods_counters_biggest_first_then_by_key(db):
 def test_an_hour_ends_in_the_sites_time_zone():
     start, end = window("hour", datetime.datetime(2026, 1, 15, 10, 20, tzinfo=datetime.UTC))
     assert (start.isoformat(), end.isoformat()) == ("2026-01-15T11:00:00+01:00", "2026-01-15T12:00:00+01:00")
+
+
+@override_settings(TIME_ZONE="Europe/Berlin")
+def test_a_period_is_the_sites_whatever_time_zone_a_request_activated():
+    # 00:30 on the 16th in Berlin, still the 15th in New York: a site that activates each user's own zone (a
+    # common middleware) must not count their turns in rows of another day than everyone else's.
+    moment = datetime.datetime(2026, 1, 15, 23, 30, tzinfo=datetime.UTC)
+    site = {period: window(period, moment) for period in ("hour", "day", "month")}
+    with timezone.override("America/New_York"):
+        assert {period: window(period, moment) for period in site} == site
+    assert site["day"][0].isoformat() == "2026-01-16T00:00:00+01:00"

@@ -2,11 +2,14 @@
 calendar periods with and without time zones: the pieces every limit check is made of, given fixed moments."""
 
 import datetime
+from decimal import Decimal
 from types import SimpleNamespace
 
 import pytest
 from django.test import override_settings
+from django.utils import translation
 
+from toolcalling.testutils import override_toolcalling
 from toolcalling.usage import Usage, UsageLimit, exceeded, scope_key, window
 
 END = datetime.datetime(2026, 3, 2, tzinfo=datetime.UTC)
@@ -41,6 +44,32 @@ def test_a_reached_limit_is_worded_for_its_scope(per, name, detail):
 def test_quantities_and_periods_have_their_own_words(quantity, period, words):
     error = exceeded(UsageLimit(quantity=quantity, maximum=3, per="user", period=period), 3, END, NOW)
     assert str(error.detail).startswith(f"You have reached your limit of {words}.")
+
+
+def test_a_cost_limit_is_told_in_the_sites_currency_with_its_cents_and_grouping():
+    limit = UsageLimit(quantity="cost", maximum=Decimal("1234.50"), per="user", period="day")
+    with override_toolcalling(CURRENCY="EUR"):
+        error = exceeded(limit, Decimal("1234.50"), END, NOW)
+    assert str(error.detail) == "You have reached your limit of 1,234.50 EUR per day. It resets in 5\xa0hours."
+    assert error.limit["maximum"] == "1234.50" and error.limit["used"] == "1234.50"
+
+
+@pytest.mark.parametrize(
+    ("quantity", "maximum", "period", "per", "detail"),
+    [
+        ("tokens", 200_000, "hour", "user", "Sie haben Ihr Limit von 200.000 Tokens pro Stunde erreicht."),
+        ("turns", 3, "day", "assistant", "Dieser Assistent hat sein Limit von 3 Nachrichten pro Tag erreicht."),
+        ("tool_calls", 1000, "month", "site", "Diese Website hat ihr Limit von 1.000 Tool-Aufrufe pro Monat erreicht."),
+        ("cost", Decimal("1234.50"), "day", by_tenant, "Das Limit von 1.234,50 USD pro Tag für tenant ist erreicht."),
+    ],
+)
+def test_a_reached_limit_is_told_in_the_users_language(quantity, maximum, period, per, detail):
+    limit = UsageLimit(
+        quantity=quantity, maximum=maximum, per=per, period=period, name="" if per != by_tenant else "tenant"
+    )
+    with translation.override("de"):
+        error = exceeded(limit, maximum, END, NOW)
+    assert str(error.detail) == f"{detail} Es wird in 5\xa0Stunden zurückgesetzt."
 
 
 def test_whose_counter_a_limit_counts_in():

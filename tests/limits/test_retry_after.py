@@ -66,3 +66,15 @@ def test_of_several_limits_reached_the_one_that_lasts_longest_is_told(api, model
     # Both month limits end together; retrying after the hour's end cannot succeed.
     assert refused.json()["limit"]["period"] == "month"
     assert refused.json()["limit"]["resets_at"] == window("month")[1].isoformat()
+
+
+@pytest.mark.toolcalling(
+    USAGE_LIMITS=[{"turns": 1, "per": "user", "period": "day"}, {"tokens": 10, "per": "user", "period": "day"}]
+)
+def test_of_two_limits_reached_that_reset_together_the_first_is_told(api, model, new_conversation):
+    conversation = new_conversation()
+    model.reply("Hello.", usage=(30, 10))
+    assert post(api, conversation, "first").status_code == 201
+    refused = post(api, conversation, "second")
+    assert refused.status_code == 429, refused.content
+    assert refused.json()["limit"]["quantity"] == "turns" and refused.json()["limit"]["period"] == "day"

@@ -92,3 +92,24 @@ def test_staff_without_the_view_permission_do_not_see_usage(client, django_user_
     staff = django_user_model.objects.create_user("sam", password="pw", is_staff=True)
     client.force_login(staff)
     assert client.get("/admin/toolcalling/usagecounter/summary/").status_code == 403
+
+
+@pytest.mark.chat_completions  # prices the test model by name
+@pytest.mark.toolcalling(
+    USAGE_LIMITS=[{"cost": "5.00", "per": "user", "period": "month"}, {"turns": 1, "per": "user", "period": "day"}],
+    PRICES={"test-model": {"input": "1", "output": "1"}},
+)
+def test_a_cost_limit_nobody_spent_against_shows_zero_money_and_a_limit_just_reached_is_exceeded(api, model, alice):
+    api.force_authenticate(alice)
+    before = {item["quantity"]: item for item in api.get("/api/toolcalling/usage/").json()["limits"]}
+    # Nothing counted yet: a cost is still a decimal string, as on messages, and nothing is exceeded.
+    assert (before["cost"]["used"], before["cost"]["remaining"], before["cost"]["exceeded"]) == ("0", "5.00", False)
+    assert (before["turns"]["used"], before["turns"]["remaining"], before["turns"]["exceeded"]) == (0, 1, False)
+
+    model.reply("Hello.", usage=(10, 5))
+    response = api.post("/api/toolcalling/conversations/", {"assistant": "helper"}, format="json")
+    assert post(api, response.json()["id"], "hi").status_code == 201
+    after = {item["quantity"]: item for item in api.get("/api/toolcalling/usage/").json()["limits"]}
+    # One message of one a day: used up exactly, so the next is refused and the limit shows as exceeded.
+    assert (after["turns"]["used"], after["turns"]["remaining"], after["turns"]["exceeded"]) == (1, 0, True)
+    assert after["cost"]["exceeded"] is False

@@ -4,9 +4,11 @@ mode, without repeating the write that failed, so Stop finds no turn to stop and
 from collections.abc import Iterator
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.db.models.signals import post_save
+from django.test import override_settings
 
+from tests.integrity.test_routers import WRITES, AppWritesElsewhere
 from toolcalling.models import Conversation, Message, UsageCounter
 from toolcalling.testutils import override_model
 from toolcalling.usage import window
@@ -78,3 +80,32 @@ def test_a_count_out_of_range_is_not_tried_again_by_the_turns_end(transactional_
     # The failed turn's message counted (with the claim); its answer's tokens could not be, in any row.
     assert (user_day.turns, user_day.tokens) == (3, 2 * PER_CALL)
     assert Conversation.objects.get(pk=conversation).total_tokens == 2 * PER_CALL  # its answer was not stored
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", WRITES])
+@pytest.mark.parametrize("limited", [False, True], ids=["no limits", "limits"])
+def test_a_failed_turns_usage_is_counted_in_a_transaction_on_the_routers_database(alice, failing_answers, limited):
+    (conversation,) = conversations_of(alice, 1)
+    limits = [{"turns": 100, "per": "user", "period": "day"}] if limited else []
+    counted = []  # for each update of the counters: the connection it ran on, and whether in a transaction
+
+    def watch(alias):
+        def wrapper(execute, sql, params, many, context):
+            if sql.lstrip().upper().startswith("UPDATE") and "toolcalling_usagecounter" in sql:
+                counted.append((alias, connections[alias].in_atomic_block))
+            return execute(sql, params, many, context)
+
+        return wrapper
+
+    with (
+        override_model(Answers(), USAGE_LIMITS=limits),
+        override_settings(DATABASE_ROUTERS=[AppWritesElsewhere()]),
+        connections["default"].execute_wrapper(watch("default")),
+        connections[WRITES].execute_wrapper(watch(WRITES)),
+    ):
+        outcome = send(client_for(alice), conversation, "plain")
+    assert (outcome.status, outcome.code) == (503, "turn_not_stored")
+    # The answer that could not be stored is counted by itself once the turn ended failed: there, in one transaction.
+    assert counted and set(counted) == {(WRITES, True)}
+    row = UsageCounter.objects.get(scope="user", key=str(alice.pk), period="day", period_start=window("day")[0])
+    assert (row.turns, row.tokens) == (1, PER_CALL)

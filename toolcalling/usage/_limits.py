@@ -146,7 +146,8 @@ def window(period: str, now: datetime.datetime | None = None) -> tuple[datetime.
     process that counts at the same moment finds the same period start, and so the same counter row.
     """
     now = now or timezone.now()
-    local = timezone.localtime(now) if settings.USE_TZ else now
+    # The site's zone, not the one a request may have activated: every turn of a moment counts in the same rows.
+    local = timezone.localtime(now, timezone.get_default_timezone()) if settings.USE_TZ else now
     if period == "hour":
         start = local.replace(minute=0, second=0, microsecond=0)
         # An hour is an hour of elapsed time, also in the hour the clocks change.
