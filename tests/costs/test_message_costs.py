@@ -88,3 +88,11 @@ def test_tokens_anthropic_wrote_to_its_cache_are_priced_at_the_cache_write_rate(
     assert (answer.prompt_tokens, answer.cached_tokens) == (3100, 2000)
     # 100 fresh at 3, 2000 read at 0.30, 1000 written at 3.75, 50 out at 15, per million
     assert answer.cost == Decimal("0.0054")  # 0.00465 if the writes were priced as input
+
+
+def test_the_conversation_a_run_returns_counts_each_unpriced_answer_once(model, alice):
+    model.call("add", {"a": 1, "b": 2}, usage={"prompt_tokens": 100, "completion_tokens": 10})
+    model.reply("3", usage={"prompt_tokens": 120, "completion_tokens": 5})
+    conversation = Assistant.get("helper").run(alice, "1 + 2?").conversation
+    assert (conversation.unpriced_replies, conversation.cost) == (2, None)  # as stored
+    assert Conversation.objects.get(pk=conversation.pk).unpriced_replies == 2
