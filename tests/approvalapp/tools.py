@@ -54,8 +54,9 @@ def refund(ctx: ToolContext, order_no: str, amount: float) -> str:
 @tool(requires_approval=True)
 def slow_bump(ctx: ToolContext, name: str, release_file: str) -> str:
     """Add one to a counter, then wait until a file exists (so a test can stop its worker mid-run)."""
-    with open(f"{release_file}.pid", "w") as pid_file:
+    with open(f"{release_file}.pid.tmp", "w") as pid_file:  # renamed once whole: a test waits for it to exist
         pid_file.write(str(os.getpid()))  # tells the test which process runs it
+    os.replace(f"{release_file}.pid.tmp", f"{release_file}.pid")
     counter, _ = Counter.objects.get_or_create(name=name)
     Counter.objects.filter(pk=counter.pk).update(value=F("value") + 1)
     for _ in range(600):

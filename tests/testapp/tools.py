@@ -74,8 +74,11 @@ def wait_for_release(marker: str) -> str:
 
     Lets a test act (stop the turn, say) while the tool runs, in this process or on a worker.
     """
-    with open(f"{marker}.started", "w") as started:
-        started.write(str(os.getpid()))  # tells the test which process runs it
+    # Tells the test which process runs it; written under another name and renamed, so that the test, which
+    # waits for the file to exist, never reads it before its pid is in it.
+    with open(f"{marker}.started.tmp", "w") as started:
+        started.write(str(os.getpid()))
+    os.replace(f"{marker}.started.tmp", f"{marker}.started")
     for _ in range(600):
         if os.path.exists(f"{marker}.release"):
             return "released"
