@@ -163,9 +163,8 @@ def drain(response: httpx2.Response) -> None:
     response closes it, and every streamed answer would open a connection (over TLS, a handshake) of its own.
     A server that sends more than ``DRAIN_BYTES`` after it, sends nothing for ``DRAIN_SECONDS``, or fails, only
     loses its connection."""
-    if response.http_version != "HTTP/1.1" or response.is_closed:
-        return  # HTTP/2 keeps the connection when a stream is closed
-    bound_reads(response)
+    if not drainable(response):
+        return
     read = 0
     try:
         for chunk in cast(Iterable[bytes], response.stream):
@@ -178,9 +177,8 @@ def drain(response: httpx2.Response) -> None:
 
 async def adrain(response: httpx2.Response) -> None:
     """``drain`` of an async stream, bounded in time as a whole too (``DRAIN_SECONDS``)."""
-    if response.http_version != "HTTP/1.1" or response.is_closed:
+    if not drainable(response):
         return
-    bound_reads(response)
     read = 0
     try:
         async with asyncio.timeout(DRAIN_SECONDS):
@@ -192,10 +190,14 @@ async def adrain(response: httpx2.Response) -> None:
         return
 
 
-def bound_reads(response: httpx2.Response) -> None:
-    """Each read of what is left of ``response`` waits ``DRAIN_SECONDS`` at most instead of the client's read
-    time-out (a server holding a stream open after ``[DONE]`` must not delay the answer): the transport takes
+def drainable(response: httpx2.Response) -> bool:
+    """Whether reading the rest of ``response`` keeps its connection (HTTP/1.1, still open; HTTP/2 keeps it when a
+    stream is closed); if so, each read of that rest now waits ``DRAIN_SECONDS`` at most instead of the client's
+    read time-out (a server holding a stream open after ``[DONE]`` must not delay the answer): the transport takes
     the read time-out from the request's extensions each time the body is read anew."""
+    if response.http_version != "HTTP/1.1" or response.is_closed:
+        return False
     timeout = dict(response.request.extensions.get("timeout") or {})
     timeout["read"] = DRAIN_SECONDS
     response.request.extensions["timeout"] = timeout
+    return True
