@@ -9,7 +9,8 @@
 # tried are tried. After the tests changed, MUTATION_RETRY=survivors tries again only the mutants tried and not
 # killed, and MUTATION_RETRY=1 every mutant of the area.
 # MUTATION_ONLY="pattern ..." narrows an area to the mutants matching one of the patterns (fnmatch, on names such
-# as toolcalling.usage._meter.xǁMeterǁcheck__mutmut_3), to try first what matters most when time is short.
+# as toolcalling.usage._meter.xǁMeterǁcheck__mutmut_3), to try first what matters most when time is short; on a
+# first run too (every mutant is made, only those are tried).
 # MUTATION_TIMEOUT bounds each area's run in seconds (default 3600). One mutant at a time: the tests start their
 # own Redis, Celery worker and database on ports and files chosen once per run, and the machine is shared.
 set -uo pipefail
@@ -104,6 +105,8 @@ for area in "${areas[@]}"; do
       echo "== $area: every mutant was tried already (MUTATION_RETRY=survivors or 1 tries them again)"
       continue
     fi
+  elif [ -n "${MUTATION_ONLY:-}" ]; then
+    read -ra names <<< "$MUTATION_ONLY"  # the first run makes every mutant, then tries only these
   else
     names=("${MUTANTS[$area]}")  # the first run makes the mutants
   fi
