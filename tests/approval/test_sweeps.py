@@ -164,3 +164,19 @@ def test_a_sweep_leaves_alone_a_call_that_needs_no_approval_however_long_it_runs
     )
     assert approval.fail_stalled(now=timezone.now()) == []
     assert ToolCall.objects.get(pk=call.pk).status == "running"
+
+
+def test_a_run_whose_lease_still_lasts_is_left_alone_when_the_timeout_was_made_shorter_after_it_started(
+    api, model, approver, django_capture_on_commit_callbacks
+):
+    call = waiting_call(api, model, "leased")
+    with django_capture_on_commit_callbacks(execute=False):
+        approval.approve(call, approver)
+    started = approval.start_run(call.pk)
+    assert started is not None
+    # The site shortens the timeout while the run goes on: its lease, set when it started, still holds.
+    later = started.started_at + timedelta(seconds=61)
+    with override_toolcalling(APPROVAL_RUN_TIMEOUT=60):
+        assert later < started.lease_expires_at
+        assert approval.fail_stalled(now=later) == []
+    assert ToolCall.objects.get(pk=call.pk).status == "running"
