@@ -17,7 +17,7 @@ import tempfile
 import threading
 from collections import Counter
 from pathlib import Path
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,6 +45,7 @@ class Trace:
 
     def __init__(self) -> None:
         self.files: Counter[str] = Counter()
+        self.functions: set[CodeType] = set()
         self.calls = 0
         self.switches = 0
         self.last_file: str | None = None
@@ -59,6 +60,7 @@ class Trace:
             return
         self.calls += 1
         self.files[path] += 1
+        self.functions.add(frame.f_code)
         if self.last_file is not None and path != self.last_file:
             self.switches += 1
         self.last_file = path
@@ -66,6 +68,15 @@ class Trace:
             return
         if self.tool_depth is None and _calls_tool(frame):
             self.tool_depth = _app_depth(frame)
+
+
+def _lines(functions: set[CodeType]) -> int:
+    """The source lines the functions span, from each ``def`` to its last line, a nested one's counted once."""
+    spans: dict[str, set[int]] = {}
+    for code in functions:
+        last = max((line for _, _, line in code.co_lines() if line is not None), default=code.co_firstlineno)
+        spans.setdefault(code.co_filename, set()).update(range(code.co_firstlineno, last + 1))
+    return sum(map(len, spans.values()))
 
 
 def _calls_tool(frame: FrameType) -> bool:
@@ -108,6 +119,7 @@ def main() -> None:
     print(f"calls into the app: {trace.calls}")
     print(f"file switches: {trace.switches}")
     print(f"the app's frames around the tool: {trace.tool_depth}")
+    print(f"functions run: {len(trace.functions)}, spanning {_lines(trace.functions)} lines")
     if "--files" in sys.argv:
         for path, count in trace.files.most_common():
             print(f"{count:6d}  {os.path.relpath(path, ROOT)}")
