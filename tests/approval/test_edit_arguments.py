@@ -120,3 +120,18 @@ def test_the_admin_change_form_refuses_arguments_nested_100000_deep(api, ops, mo
         assert refused.status_code == 200 and refused.context["adminform"].form.errors["arguments"]
     call.refresh_from_db()
     assert (call.arguments, call.status) == ({"name": "a", "by": 1}, "awaiting_approval")
+
+
+def test_the_model_is_told_edited_arguments_as_written_not_escaped():
+    from toolcalling.approval._arguments import edit_note
+
+    edited = ToolCall(
+        name="bump", arguments={"name": "Jürgen", "by": 2}, original_arguments={"name": "Jurgen", "by": 2}
+    )
+    assert edit_note(edited) == (
+        'Note: a staff member changed the arguments before approving; the tool ran with {"by": 2, "name": "Jürgen"}.\n'
+    )
+    edited.approver = ToolCall.Approver.USER
+    assert edit_note(edited).startswith("Note: the user changed the arguments before approving;")
+    edited.original_arguments = {"name": "Jürgen", "by": 2}  # the same as what it ran with: nothing to say
+    assert edit_note(edited) == ""

@@ -28,6 +28,33 @@ def test_openai_models_are_priced_from_genai_prices_at_openai(base_url):
     assert (price.input, price.cached_input, price.output) == (Decimal("0.15"), Decimal("0.075"), Decimal("0.6"))
 
 
+@pytest.mark.parametrize(("api", "model"), [("chat_completions", "mistral-large-latest"), ("anthropic", "gpt-4o")])
+def test_without_base_url_a_model_is_priced_only_at_the_apis_own_provider(api, model):
+    # genai-prices knows both models, at Mistral and at OpenAI: neither is what the SDK of this API reaches.
+    with override_toolcalling(BASE_URL=None, API_KEY="k"):
+        assert price_for([model], api) is None
+        assert price_for(["gpt-4o"], "chat_completions").model == "openai/gpt-4o"
+
+
+def test_a_price_of_the_time_of_day_is_taken_at_the_moment_in_utc_whatever_the_sites_zone(monkeypatch, settings):
+    import datetime
+
+    from toolcalling.usage import _prices
+
+    class FiveInTheAfternoonUTC(datetime.datetime):  # 02:00 the next day in Tokyo
+        @classmethod
+        def now(cls, tz=None):
+            moment = datetime.datetime(2026, 1, 1, 17, tzinfo=datetime.UTC)
+            return moment.astimezone(tz) if tz else moment.astimezone().replace(tzinfo=None)
+
+    settings.TIME_ZONE = "Asia/Tokyo"  # Django sets the process's zone too
+    monkeypatch.setattr(_prices, "datetime", SimpleNamespace(datetime=FiveInTheAfternoonUTC, UTC=datetime.UTC))
+    with override_toolcalling(BASE_URL="https://api.deepseek.com", API_KEY="k"):
+        price = price_for(["deepseek-chat"], "chat_completions")
+    # DeepSeek's off-peak rates (16:30 to 00:30 UTC), as genai-prices 0.2.3 has them; 0.27 and 1.1 the rest of the day.
+    assert (price.model, price.input, price.output) == ("deepseek/deepseek-chat", Decimal("0.135"), Decimal("0.55"))
+
+
 def test_anthropic_tiered_prices_take_the_tier_of_the_prompt():
     with override_toolcalling(BASE_URL=None, API_KEY="k"):
         short = price_for(["claude-sonnet-4-5"], "anthropic", prompt_tokens=1000)

@@ -124,7 +124,7 @@ def configured_prices() -> dict[str, Price]:
     return toolcalling_settings.derived("prices", build)
 
 
-def database_price(model: str, api: str, prompt_tokens: int = 0) -> Price | None:
+def database_price(model: str, api: str, prompt_tokens: int) -> Price | None:
     """The model's price in genai-prices, at the provider the site's endpoint is: the provider whose API URL
     ``BASE_URL`` is, or, without ``BASE_URL``, the default provider of the API's SDK (OpenAI; Anthropic). An
     endpoint genai-prices does not know (a local server, a proxy, ``CLIENT_FACTORY``, the offline model) has no
