@@ -206,3 +206,24 @@ def test_a_rejection_is_one_transaction_on_the_routers_database(api, ops, model,
     assert not Message.objects.filter(conversation_id=call.conversation_id, role="tool").exists()
     assert Conversation.objects.get(pk=ops["id"]).status == "awaiting_approval"
     assert not LogEntry.objects.filter(object_id=str(call.pk)).exists()
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", WRITES])
+def test_an_approval_is_one_transaction_on_the_routers_database(api, ops, model, approver):
+    [call] = waiting_calls(api, ops, model, "a")
+
+    def fails(**kwargs):
+        raise RuntimeError("a site's receiver failed")
+
+    with (
+        override_settings(DATABASE_ROUTERS=[AppWritesElsewhere(also=("admin",))]),
+        on(signals.tool_call_approved, fails),
+        pytest.raises(RuntimeError),
+    ):
+        approval.approve(call, approver)
+    # The receiver runs inside the approval's transaction: its failure undoes the decision and its log entry,
+    # and nothing is queued to run.
+    call.refresh_from_db()
+    assert (call.status, call.decided_by, call.decided_at) == ("awaiting_approval", None, None)
+    assert not LogEntry.objects.filter(object_id=str(call.pk)).exists()
+    assert Conversation.objects.get(pk=ops["id"]).status == "awaiting_approval"

@@ -55,6 +55,14 @@ def test_a_price_of_the_time_of_day_is_taken_at_the_moment_in_utc_whatever_the_s
     assert (price.model, price.input, price.output) == ("deepseek/deepseek-chat", Decimal("0.135"), Decimal("0.55"))
 
 
+def test_rates_genai_prices_leaves_out_are_the_input_rate_and_a_model_without_an_output_rate_is_unpriced():
+    with override_toolcalling(BASE_URL=None, API_KEY="k"):
+        gpt4 = price_for(["gpt-4"], "chat_completions")  # no cached-input or cache-write rate at OpenAI
+        embedding = price_for(["text-embedding-3-small"], "chat_completions")  # an input rate only
+    assert (gpt4.input, gpt4.output, gpt4.cached_input, gpt4.cache_write) == (30, 60, 30, 30)
+    assert embedding is None
+
+
 def test_anthropic_tiered_prices_take_the_tier_of_the_prompt():
     with override_toolcalling(BASE_URL=None, API_KEY="k"):
         short = price_for(["claude-sonnet-4-5"], "anthropic", prompt_tokens=1000)
