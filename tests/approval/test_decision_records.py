@@ -6,10 +6,11 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.admin.models import LogEntry
+from django.db import transaction
 from django.test import override_settings
 from django.utils import timezone, translation
 
-from tests.approval.test_decisions import post, tool_message
+from tests.approval.test_decisions import counter, post, tool_message
 from tests.integrity.test_routers import WRITES, AppWritesElsewhere
 from toolcalling import approval, signals
 from toolcalling.exceptions import AlreadyDecided
@@ -227,3 +228,21 @@ def test_an_approval_is_one_transaction_on_the_routers_database(api, ops, model,
     assert (call.status, call.decided_by, call.decided_at) == ("awaiting_approval", None, None)
     assert not LogEntry.objects.filter(object_id=str(call.pk)).exists()
     assert Conversation.objects.get(pk=ops["id"]).status == "awaiting_approval"
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", WRITES])
+def test_an_approval_inside_a_transaction_on_the_routers_database_runs_the_call_once_that_commits(
+    api, ops, model, approver
+):
+    [call] = waiting_calls(api, ops, model, "a")
+    model.reply("Bumped.")
+    with override_settings(DATABASE_ROUTERS=[AppWritesElsewhere(also=("admin",))]):
+        with transaction.atomic(using=WRITES):  # the site's own transaction, where the app writes
+            approval.approve(call, approver)
+            # Queued for the commit: nothing runs while the approval could still be undone.
+            assert ToolCall.objects.using(WRITES).get(pk=call.pk).status == "approved"
+            assert len(transaction.get_connection(WRITES).run_on_commit) == 1
+        call.refresh_from_db()
+    assert (call.status, counter("a")) == ("succeeded", 1)
+    assert Conversation.objects.get(pk=ops["id"]).status == "idle"
+    model.assert_done()
