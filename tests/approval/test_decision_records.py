@@ -174,6 +174,16 @@ def test_receivers_of_a_rejection_hear_who_rejected_it_and_why(api, ops, model, 
     assert heard == [(call.pk, approver, "not today")]
 
 
+def test_approvals_are_logged_in_the_approvers_language(api, ops, model, approver, django_capture_on_commit_callbacks):
+    plain, edited = waiting_calls(api, ops, model, "a", "b")
+    model.reply("Both ran.")
+    with translation.override("de"), django_capture_on_commit_callbacks(execute=True):
+        approval.approve(plain, approver)
+        approval.approve(edited, approver, {"name": "b", "by": 2})
+    logged = {entry.object_id: entry.change_message for entry in LogEntry.objects.all()}
+    assert logged == {str(plain.pk): "Genehmigt.", str(edited.pk): "Mit bearbeiteten Argumenten genehmigt."}
+
+
 def test_decisions_are_stored_and_logged_in_the_users_language(api, ops, model, approver):
     first, second, third = waiting_calls(api, ops, model, "a", "b", "c")
     model.reply("None of them ran.")

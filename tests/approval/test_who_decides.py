@@ -53,6 +53,22 @@ def test_the_user_confirms_their_own_call_and_the_model_answers(
     model.assert_done()
 
 
+def test_the_user_confirming_with_edited_arguments_is_logged_so_and_told_to_the_model(
+    api, ops, confirmable, model, django_capture_on_commit_callbacks
+):
+    model.reply("Moved 2 points to savings.")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.post(
+            f"{URL}tool-calls/{confirmable.pk}/approve/", {"arguments": {"name": "savings", "points": 2}}, format="json"
+        )
+    assert response.status_code == 200, response.content
+    entry = LogEntry.objects.get(object_id=str(confirmable.pk))
+    assert entry.change_message == "Confirmed by the user with edited arguments."
+    assert tool_message(confirmable).content.startswith("Note: the user changed the arguments before approving;")
+    assert Counter.objects.get(name="savings").value == 2
+    model.assert_done()
+
+
 def test_a_new_message_while_the_user_must_confirm_says_so(api, ops, confirmable):
     response = api.post(f"{URL}conversations/{ops['id']}/messages/", {"content": "hello?"}, format="json")
     assert response.status_code == 409 and response.json()["code"] == "conversation_busy"
