@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.admin.models import LogEntry
+from django.db import transaction
 from django.utils import timezone
 
 from tests.approval.test_decisions import counter, post
@@ -70,3 +71,20 @@ def test_a_continuation_the_broker_lost_is_queued_again_by_the_sweep(approver, a
     assert conversation.status == "idle"
     assert conversation.messages.order_by("id").last().content == "Not bumping, then."
     assert ToolCall.objects.get(pk=waiting.pk).status == "rejected"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_approval_in_the_sites_transaction_the_broker_cannot_take_waits_again_and_the_commit_goes_on(
+    approver, waiting
+):
+    after = []
+    with broker_down():
+        with transaction.atomic():  # the site's own transaction (ATOMIC_REQUESTS, the admin's change form)
+            approval.approve(waiting, approver)
+            transaction.on_commit(lambda: after.append("the site's own callback"))
+    # The failed queueing is logged, not raised at the commit: what the site queued after it still runs.
+    assert after == ["the site's own callback"]
+    waiting.refresh_from_db()
+    assert (waiting.status, waiting.decided_by, waiting.decided_at) == ("awaiting_approval", None, None)
+    assert counter("queued") == 0
+    assert LogEntry.objects.filter(change_message="Approval undone: the task queue could not be reached.").exists()
