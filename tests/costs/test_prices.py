@@ -5,6 +5,7 @@ from decimal import Decimal
 from types import SimpleNamespace
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
 from toolcalling.checks import check_prices
 from toolcalling.testutils import override_toolcalling
@@ -125,6 +126,15 @@ def test_bad_prices_and_currency_are_a_system_check_error():
         [error] = check_prices()
     assert error.id == "toolcalling.E007"
     assert "'m': 'input'" in error.msg and "CURRENCY must be a three-letter ISO 4217 code" in error.msg
+
+
+def test_prices_that_cannot_be_used_stop_pricing_with_every_problem_named():
+    with override_toolcalling(PRICES={"m": {"input": 1.5, "output": "2"}}, CURRENCY="usd"):
+        with pytest.raises(ImproperlyConfigured) as caught:
+            price_for(["m"], "chat_completions")
+    message = str(caught.value)
+    assert message.startswith('TOOLCALLING["PRICES"] cannot be used: ') and message.endswith(".")
+    assert "'m': 'input'" in message and "; CURRENCY must be a three-letter ISO 4217 code" in message
 
 
 def test_configured_models_without_a_price_are_listed_by_a_warning():
