@@ -198,7 +198,7 @@ def log_decision(call: ToolCall, user: Any, message: str) -> None:
     from django.contrib.admin.models import CHANGE, LogEntry
 
     # The call itself, not a queryset of it: the entry needs nothing the caller has not loaded already.
-    LogEntry.objects.log_actions(user.pk, [call], CHANGE, change_message=message, single_object=True)
+    LogEntry.objects.log_actions(user.pk, [call], CHANGE, change_message=message)
 
 
 def waiting_calls() -> QuerySet[ToolCall]:
