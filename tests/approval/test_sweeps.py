@@ -180,3 +180,15 @@ def test_a_run_whose_lease_still_lasts_is_left_alone_when_the_timeout_was_made_s
         assert later < started.lease_expires_at
         assert approval.fail_stalled(now=later) == []
     assert ToolCall.objects.get(pk=call.pk).status == "running"
+
+
+def test_a_decision_on_a_call_read_before_its_turn_stopped_to_wait_still_continues_the_conversation(
+    api, model, approver, django_capture_on_commit_callbacks
+):
+    call = waiting_call(api, model, "stale")
+    call.conversation.status = Conversation.Status.RUNNING  # as an approver's page read it, mid-turn
+    model.reply("Not bumped.")
+    with django_capture_on_commit_callbacks(execute=True):
+        approval.reject(call, approver)
+    assert Conversation.objects.get(pk=call.conversation_id).status == "idle"
+    model.assert_done()

@@ -112,19 +112,19 @@ def enqueue_run(call: ToolCall) -> None:
     enqueue(RUN_APPROVED_TOOL_CALL, call.pk)
 
 
-def continue_when_decided(conversation: Conversation) -> bool:
+def continue_when_decided(conversation: Conversation) -> None:
     """Enqueue the conversation's continuation once none of its calls is waiting, approved or running.
 
     Several calls finishing at once may each enqueue it; the continuation claims the conversation
-    conditionally, so only one of them asks the model.
+    conditionally, so only one of them asks the model. A status read before the turn stopped to wait
+    is read again.
     """
     if conversation.status != Conversation.Status.AWAITING_APPROVAL:
         conversation.refresh_from_db(fields=["status"])
     if conversation.status != Conversation.Status.AWAITING_APPROVAL or pending(conversation).exists():
-        return False
+        return
     conversation_id = conversation.pk
     transaction.on_commit(lambda: enqueue_continue(conversation_id), using=write_db())
-    return True
 
 
 def enqueue_continue(conversation_id: Any) -> None:
