@@ -256,3 +256,33 @@ def test_an_approval_inside_a_transaction_on_the_routers_database_runs_the_call_
     assert (call.status, counter("a")) == ("succeeded", 1)
     assert Conversation.objects.get(pk=ops["id"]).status == "idle"
     model.assert_done()
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", WRITES])
+def test_a_rejection_on_the_routers_database_continues_the_conversation_once_that_commits(api, ops, model, approver):
+    [call] = waiting_calls(api, ops, model, "a")
+    model.reply("Not bumped.")
+    with override_settings(DATABASE_ROUTERS=[AppWritesElsewhere(also=("admin",))]):
+        approval.reject(call, approver, reason="no")
+    # The continuation read the stored rejection back from the router's read database: it had been committed.
+    assert Conversation.objects.get(pk=ops["id"]).status == "idle"
+    assert Message.objects.filter(conversation_id=ops["id"]).order_by("id").last().content == "Not bumped."
+    model.assert_done()
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", WRITES])
+def test_a_decision_reads_the_conversations_status_again_where_it_writes_not_on_a_read_database_behind(
+    api, ops, model, approver
+):
+    [call] = waiting_calls(api, ops, model, "a")
+    model.reply("Not bumped.")
+    with override_settings(DATABASE_ROUTERS=[AppWritesElsewhere(also=("admin",))]):
+        Conversation.objects.filter(pk=ops["id"]).update(status=Conversation.Status.RUNNING)
+        with transaction.atomic(using=WRITES):
+            # Written where the app writes, not committed yet: the read database (a replica behind) sees "running".
+            Conversation.objects.filter(pk=ops["id"]).update(status=Conversation.Status.AWAITING_APPROVAL)
+            stale = ToolCall.objects.select_related("conversation").get(pk=call.pk)
+            assert stale.conversation.status == "running"
+            approval.reject(stale, approver, reason="no")
+    assert Conversation.objects.get(pk=ops["id"]).status == "idle"
+    model.assert_done()

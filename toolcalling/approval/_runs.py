@@ -116,11 +116,11 @@ def continue_when_decided(conversation: Conversation) -> None:
     """Enqueue the conversation's continuation once none of its calls is waiting, approved or running.
 
     Several calls finishing at once may each enqueue it; the continuation claims the conversation
-    conditionally, so only one of them asks the model. A status read before the turn stopped to wait
-    is read again.
+    conditionally, so only one of them asks the model. A status read before the turn stopped to wait is read
+    again, where decisions are written.
     """
     if conversation.status != Conversation.Status.AWAITING_APPROVAL:
-        conversation.refresh_from_db(fields=["status"])
+        conversation.refresh_from_db(using=write_db(conversation), fields=["status"])
     if conversation.status != Conversation.Status.AWAITING_APPROVAL or pending(conversation).exists():
         return
     conversation_id = conversation.pk
@@ -136,4 +136,7 @@ def enqueue_continue(conversation_id: Any) -> None:
 
 
 def pending(conversation: Conversation) -> QuerySet[ToolCall]:
-    return ToolCall.objects.filter(conversation_id=conversation.pk, status__in=PENDING_STATUSES)
+    """The conversation's calls not answered yet, read where decisions are written: asked inside a decision's
+    transaction, a read database (a replica, another connection) would not see the call just answered."""
+    calls = ToolCall.objects.using(write_db(conversation))
+    return calls.filter(conversation_id=conversation.pk, status__in=PENDING_STATUSES)
