@@ -2,11 +2,14 @@
 conversation while the model answered): every quantity, in every row the turn counts in, this period's."""
 
 import pytest
-from django.db import connections
+from django.db import connections, transaction
 from django.utils import timezone
 
 from toolcalling.models import Conversation, UsageCounter
-from toolcalling.testing import Reply, ToolCall, Usage
+from toolcalling.testing import Reply, ToolCall
+from toolcalling.testing import Usage as Reported
+from toolcalling.testutils import override_toolcalling
+from toolcalling.usage import Usage
 
 from .conftest import post, used
 
@@ -25,7 +28,7 @@ def test_tokens_and_tool_calls_of_an_answer_that_could_not_be_stored_are_counted
             UsageCounter.objects.all().delete()
         connections.close_all()  # this server thread's connection
         calls = [ToolCall(name="add", arguments='{"a": 1, "b": 2}'), ToolCall(name="whoami")]
-        return Reply(tool_calls=calls, usage=Usage(30, 12))
+        return Reply(tool_calls=calls, usage=Reported(30, 12))
 
     model.respond(delete_then_call)
     before = timezone.now()
@@ -35,3 +38,16 @@ def test_tokens_and_tool_calls_of_an_answer_that_could_not_be_stored_are_counted
     expected = {"tokens": 42, "turns": turns, "tool_calls": 2}
     assert used("user", alice.pk) == used("assistant", "helper", "month") == used("site", "", "hour") == expected
     assert all(before <= row.updated_at <= timezone.now() for row in UsageCounter.objects.all())
+
+
+def test_every_count_marks_the_rows_it_adds_to_as_updated_at_its_moment(db):
+    from tests.limits.test_reservation import DAY, MONTH, meter
+
+    moment = timezone.now() + timezone.timedelta(seconds=5)  # the moment the caller has, not the clock's
+    with override_toolcalling():  # counter ids this process remembers from other tests are forgotten
+        counting = meter(DAY, MONTH)
+        counting.prepare()
+        with transaction.atomic():
+            counting.count(Usage(tokens=7, turns=1), moment)
+    rows = {(row.scope, row.tokens, row.turns, row.updated_at) for row in UsageCounter.objects.all()}
+    assert rows == {("site", 7, 1, moment), ("assistant", 7, 1, moment)}
