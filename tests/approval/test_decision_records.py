@@ -286,3 +286,19 @@ def test_a_decision_reads_the_conversations_status_again_where_it_writes_not_on_
             approval.reject(stale, approver, reason="no")
     assert Conversation.objects.get(pk=ops["id"]).status == "idle"
     model.assert_done()
+
+
+def test_decisions_are_sent_by_the_tool_call_model_so_a_receiver_may_listen_for_it_alone(api, ops, model, approver):
+    [call] = waiting_calls(api, ops, model, "a")
+    heard = []
+
+    def receiver(sender, tool_call, **kwargs):
+        heard.append((sender, tool_call.pk))
+
+    model.reply("Rejected.")
+    signals.tool_call_rejected.connect(receiver, sender=ToolCall)
+    try:
+        approval.reject(call, approver)
+    finally:
+        signals.tool_call_rejected.disconnect(receiver, sender=ToolCall)
+    assert heard == [(ToolCall, call.pk)]
