@@ -40,14 +40,21 @@ def test_tokens_and_tool_calls_of_an_answer_that_could_not_be_stored_are_counted
     assert all(before <= row.updated_at <= timezone.now() for row in UsageCounter.objects.all())
 
 
-def test_every_count_marks_the_rows_it_adds_to_as_updated_at_its_moment(db):
+@pytest.mark.parametrize(
+    ("reserve", "deleted"),
+    [(False, False), (False, True), (True, False), (True, True)],
+    ids=["count", "count, rows deleted meanwhile", "reserve", "reserve, rows deleted meanwhile"],
+)
+def test_every_count_marks_the_rows_it_adds_to_as_updated_at_its_moment(db, reserve, deleted):
     from tests.limits.test_reservation import DAY, MONTH, meter
 
     moment = timezone.now() + timezone.timedelta(seconds=5)  # the moment the caller has, not the clock's
     with override_toolcalling():  # counter ids this process remembers from other tests are forgotten
         counting = meter(DAY, MONTH)
         counting.prepare()
+        if deleted:  # a cleanup job deleted the rows the process remembers: they are made again
+            UsageCounter.objects.all().delete()
         with transaction.atomic():
-            counting.count(Usage(tokens=7, turns=1), moment)
+            counting.count(Usage(tokens=7, turns=1), moment, reserve=reserve, status="idle")
     rows = {(row.scope, row.tokens, row.turns, row.updated_at) for row in UsageCounter.objects.all()}
     assert rows == {("site", 7, 1, moment), ("assistant", 7, 1, moment)}
