@@ -109,3 +109,29 @@ def test_periods_are_calendar_periods_in_the_sites_time_zone():
     december = datetime.datetime(2025, 12, 31, 23, 30, tzinfo=UTC)  # already January 1st in Berlin
     assert window("month", december)[0].astimezone(UTC) == datetime.datetime(2025, 12, 31, 23, 0, tzinfo=UTC)
     assert window("day", december)[1].astimezone(UTC) == datetime.datetime(2026, 1, 1, 23, 0, tzinfo=UTC)
+
+
+def test_limits_an_assistant_gives_each_user_apply_to_that_user_and_bad_ones_name_the_assistant(alice, bob):
+    from toolcalling.usage import Meter
+
+    class Tiered(Assistant):
+        id = "tiered-limits-test"
+
+        def get_usage_limits(self, ctx):
+            if ctx.user == bob:
+                return [{"turns": 1, "per": "user", "period": "day"}]
+            if ctx.user.username == "mallory":
+                return [{"turns": 1, "per": "user", "period": "fortnight"}]  # wrong only for this user
+            return []
+
+    try:
+        assistant = Tiered()
+        assert Meter.build(assistant, assistant.build_context(alice)).limits == []
+        [(limit, key)] = Meter.build(assistant, assistant.build_context(bob)).limits
+        assert (limit.quantity, limit.maximum, key) == ("turns", 1, str(bob.pk))
+        alice.username = "mallory"
+        with pytest.raises(ImproperlyDefined) as caught:
+            Meter.build(assistant, assistant.build_context(alice))
+        assert "<locals>.Tiered.usage_limits cannot be used: limit 0 (" in str(caught.value)  # its __qualname__
+    finally:
+        assistants.unregister(Tiered.id)

@@ -51,7 +51,9 @@ def test_every_count_marks_the_rows_it_adds_to_as_updated_at_its_moment(db, rese
     moment = timezone.now() + timezone.timedelta(seconds=5)  # the moment the caller has, not the clock's
     with override_toolcalling():  # counter ids this process remembers from other tests are forgotten
         counting = meter(DAY, MONTH)
-        counting.prepare()
+        made = moment - timezone.timedelta(seconds=1)
+        counting.row_ids(made)  # a turn makes its rows first (``prepare``), marked as updated then
+        assert {row.updated_at for row in UsageCounter.objects.all()} == {made}
         if deleted:  # a cleanup job deleted the rows the process remembers: they are made again
             UsageCounter.objects.all().delete()
         with transaction.atomic():

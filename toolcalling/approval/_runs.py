@@ -120,7 +120,7 @@ def continue_when_decided(conversation: Conversation) -> None:
     again, where decisions are written.
     """
     if conversation.status != Conversation.Status.AWAITING_APPROVAL:
-        conversation.refresh_from_db(using=write_db(conversation), fields=["status"])
+        conversation.refresh_from_db(using=write_db(), fields=["status"])
     if conversation.status != Conversation.Status.AWAITING_APPROVAL or pending(conversation).exists():
         return
     conversation_id = conversation.pk
@@ -137,6 +137,7 @@ def enqueue_continue(conversation_id: Any) -> None:
 
 def pending(conversation: Conversation) -> QuerySet[ToolCall]:
     """The conversation's calls not answered yet, read where decisions are written: asked inside a decision's
-    transaction, a read database (a replica, another connection) would not see the call just answered."""
-    calls = ToolCall.objects.using(write_db(conversation))
+    transaction (on `write_db()`), a read database (a replica, another connection) would not see the call just
+    answered."""
+    calls = ToolCall.objects.using(write_db())
     return calls.filter(conversation_id=conversation.pk, status__in=PENDING_STATUSES)
