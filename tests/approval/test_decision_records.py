@@ -302,3 +302,23 @@ def test_decisions_are_sent_by_the_tool_call_model_so_a_receiver_may_listen_for_
     finally:
         signals.tool_call_rejected.disconnect(receiver, sender=ToolCall)
     assert heard == [(ToolCall, call.pk)]
+
+
+def test_a_decision_is_published_on_the_conversations_event_stream_as_it_is_stored(api, ops, model, approver):
+    from toolcalling import streaming
+
+    [call] = waiting_calls(api, ops, model, "a")
+    before = streaming.last_seq(ops["id"])
+    model.reply("Rejected.")
+    approval.reject(call, approver)
+    decided = [e for e in streaming.read(ops["id"], before, timeout=0) if e.type == "tool_call_decided"]
+    assert [e.data for e in decided] == [
+        {
+            "id": call.pk,
+            "call_id": call.call_id,
+            "name": "bump",
+            "label": "Bump",
+            "status": "rejected",
+            "approver": "staff",
+        }
+    ]
