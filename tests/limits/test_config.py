@@ -135,3 +135,23 @@ def test_limits_an_assistant_gives_each_user_apply_to_that_user_and_bad_ones_nam
         assert "<locals>.Tiered.usage_limits cannot be used: limit 0 (" in str(caught.value)  # its __qualname__
     finally:
         assistants.unregister(Tiered.id)
+
+
+def test_a_meter_counts_the_user_in_the_users_rows_only_and_prices_at_the_assistants_own_api(alice):
+    from toolcalling.usage import Meter
+
+    class Elsewhere(Assistant):  # gpt-4o over Anthropic's API: genai-prices has it at OpenAI only
+        id = "elsewhere-limits-test"
+        model = "gpt-4o"
+        api = "anthropic"
+        usage_limits = [{"cost": "1.00", "per": "site", "period": "day"}]
+
+    try:
+        assistant = Elsewhere()
+        with override_toolcalling(BASE_URL=None, API_KEY="k"):
+            meter = Meter.build(assistant, assistant.build_context(alice))
+        users = {(c.scope, c.user_id) for c in meter.counted}
+        assert users == {("user", alice.pk), ("assistant", None), ("site", None)}  # the admin filters rows by user
+        assert meter.unpriced_model == "gpt-4o"  # so its turns are refused, not counted as free
+    finally:
+        assistants.unregister(Elsewhere.id)
