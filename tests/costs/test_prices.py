@@ -121,6 +121,24 @@ def test_every_problem_with_prices_is_named_at_once():
     assert len(problems) == 6
 
 
+def test_bad_model_names_and_rates_are_named_and_every_model_after_them_is_checked_too():
+    problems = price_problems({
+        "": {"input": "1", "output": "1"},
+        5: {"input": "1", "output": "1"},
+        "e": ["1", "2"],
+        "f": {"input": "1", "output": "1", 3: "x", "colour": "red"},  # keys of any type, sorted as text
+        "g": {"output": "1"},
+    })  # fmt: skip
+    known = "input, cached_input, output, cache_write"
+    assert problems == [
+        "'': a model name is a non-empty string",
+        "5: a model name is a non-empty string",
+        """'e': the rates are a dict such as {"input": "2.50", "output": "10.00"}""",
+        f"'f': unknown key(s) 3, 'colour'; known: {known}",
+        "'g': 'input' must be given",
+    ]
+
+
 def test_bad_prices_and_currency_are_a_system_check_error():
     with override_toolcalling(PRICES={"m": {"input": 1.5, "output": "2"}}, CURRENCY="usd"):
         [error] = check_prices()
