@@ -128,6 +128,7 @@ def test_bad_model_names_and_rates_are_named_and_every_model_after_them_is_check
         "e": ["1", "2"],
         "f": {"input": "1", "output": "1", 3: "x", "colour": "red"},  # keys of any type, sorted as text
         "g": {"output": "1"},
+        "h": {},
     })  # fmt: skip
     known = "input, cached_input, output, cache_write"
     assert problems == [
@@ -136,6 +137,7 @@ def test_bad_model_names_and_rates_are_named_and_every_model_after_them_is_check
         """'e': the rates are a dict such as {"input": "2.50", "output": "10.00"}""",
         f"'f': unknown key(s) 3, 'colour'; known: {known}",
         "'g': 'input' must be given",
+        "'h': 'input' and 'output' must be given",
     ]
 
 
