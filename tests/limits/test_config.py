@@ -155,3 +155,22 @@ def test_a_meter_counts_the_user_in_the_users_rows_only_and_prices_at_the_assist
         assert meter.unpriced_model == "gpt-4o"  # so its turns are refused, not counted as free
     finally:
         assistants.unregister(Elsewhere.id)
+
+
+def test_limits_given_as_objects_are_kept_as_they_are_and_the_dicts_after_them_read_too():
+    given = UsageLimit(quantity="turns", maximum=3, per="user", period="day")
+    first, second = parse_limits([given, {"tokens": 5, "per": "site", "period": "hour"}], "test")
+    assert first is given
+    assert (second.quantity, second.maximum, second.per, second.period) == ("tokens", 5, "site", "hour")
+
+
+def test_the_problems_of_a_list_of_limits_are_told_one_after_another():
+    with pytest.raises(ImproperlyDefined) as caught:
+        parse_limits(
+            [{"tokens": 0, "per": "user", "period": "day"}, {"tokens": 5, "per": "user", "period": "week"}], "X"
+        )
+    assert str(caught.value) == (
+        "X cannot be used: limit 0 ({'tokens': 0, 'per': 'user', 'period': 'day'}): 'tokens' must be a positive whole"
+        " number, not 0; limit 1 ({'tokens': 5, 'per': 'user', 'period': 'week'}): 'period' must be one of 'hour',"
+        " 'day', 'month', not 'week'."
+    )
