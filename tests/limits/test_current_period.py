@@ -46,3 +46,14 @@ def test_a_period_is_the_sites_whatever_time_zone_a_request_activated():
     with timezone.override("America/New_York"):
         assert {period: window(period, moment) for period in site} == site
     assert site["day"][0].isoformat() == "2026-01-16T00:00:00+01:00"
+
+
+def test_on_the_first_of_a_month_the_days_counters_are_not_mixed_with_the_months_starting_then_too(db):
+    first = timezone.make_aware(datetime.datetime(2026, 3, 1, 0, 30))  # a day, a month and an hour start at 00:00
+    for period, tokens in (("day", 10), ("month", 500), ("hour", 3)):
+        UsageCounter.objects.create(
+            scope="assistant", key="helper", period=period, period_start=window(period, first)[0], tokens=tokens
+        )
+    assert window("day", first)[0] == window("month", first)[0] == window("hour", first)[0]
+    assert [(c.period, c.tokens) for c in current("assistant", "day", first)] == [("day", 10)]
+    assert [(c.period, c.tokens) for c in current("assistant", "month", first)] == [("month", 500)]
