@@ -60,3 +60,13 @@ def test_every_count_marks_the_rows_it_adds_to_as_updated_at_its_moment(db, rese
             counting.count(Usage(tokens=7, turns=1), moment, reserve=reserve, status="idle")
     rows = {(row.scope, row.tokens, row.turns, row.updated_at) for row in UsageCounter.objects.all()}
     assert rows == {("site", 7, 1, moment), ("assistant", 7, 1, moment)}
+
+
+def test_the_rows_a_turn_makes_before_it_counts_are_marked_as_made_then(db):
+    from tests.limits.test_reservation import DAY, MONTH, meter
+
+    before = timezone.now()
+    with override_toolcalling():
+        meter(DAY, MONTH).prepare()
+    assert UsageCounter.objects.count() == 2
+    assert all(before <= row.updated_at <= timezone.now() for row in UsageCounter.objects.all())
