@@ -199,45 +199,27 @@ def test_decisions_are_stored_and_logged_in_the_users_language(api, ops, model, 
 
 
 @pytest.mark.django_db(transaction=True, databases=["default", WRITES])
-def test_a_rejection_is_one_transaction_on_the_routers_database(api, ops, model, approver):
+@pytest.mark.parametrize("decide", ["reject", "approve"])
+def test_a_decision_is_one_transaction_on_the_routers_database(api, ops, model, approver, decide):
     [call] = waiting_calls(api, ops, model, "a")
+    signal = {"reject": signals.tool_call_rejected, "approve": signals.tool_call_approved}[decide]
 
     def fails(**kwargs):
         raise RuntimeError("a site's receiver failed")
 
     with (
         override_settings(DATABASE_ROUTERS=[AppWritesElsewhere(also=("admin",))]),  # the decision's log entry too
-        on(signals.tool_call_rejected, fails),
+        on(signal, fails),
         pytest.raises(RuntimeError),
     ):
-        approval.reject(call, approver, reason="no")
-    # The receiver runs inside the rejection's transaction, so its failure undoes the decision, its answer included.
+        getattr(approval, decide)(call, approver)
+    # The receiver runs inside the decision's transaction, so its failure undoes it: the call's status, who decided
+    # and when, a rejection's answer, the log entry; and an approval's run is never queued.
     call.refresh_from_db()
-    assert (call.status, call.decided_by) == ("awaiting_approval", None)
+    assert (call.status, call.decided_by, call.decided_at) == ("awaiting_approval", None, None)
     assert not Message.objects.filter(conversation_id=call.conversation_id, role="tool").exists()
     assert Conversation.objects.get(pk=ops["id"]).status == "awaiting_approval"
     assert not LogEntry.objects.filter(object_id=str(call.pk)).exists()
-
-
-@pytest.mark.django_db(transaction=True, databases=["default", WRITES])
-def test_an_approval_is_one_transaction_on_the_routers_database(api, ops, model, approver):
-    [call] = waiting_calls(api, ops, model, "a")
-
-    def fails(**kwargs):
-        raise RuntimeError("a site's receiver failed")
-
-    with (
-        override_settings(DATABASE_ROUTERS=[AppWritesElsewhere(also=("admin",))]),
-        on(signals.tool_call_approved, fails),
-        pytest.raises(RuntimeError),
-    ):
-        approval.approve(call, approver)
-    # The receiver runs inside the approval's transaction: its failure undoes the decision and its log entry,
-    # and nothing is queued to run.
-    call.refresh_from_db()
-    assert (call.status, call.decided_by, call.decided_at) == ("awaiting_approval", None, None)
-    assert not LogEntry.objects.filter(object_id=str(call.pk)).exists()
-    assert Conversation.objects.get(pk=ops["id"]).status == "awaiting_approval"
 
 
 @pytest.mark.django_db(transaction=True, databases=["default", WRITES])
