@@ -72,6 +72,17 @@ def test_anthropic_tiered_prices_take_the_tier_of_the_prompt():
     assert (long.input, long.output) == (6, Decimal("22.5"))
 
 
+def test_one_pricing_prices_each_answer_at_its_own_tier_and_reported_model():
+    # One Pricing serves a whole turn and remembers what it found: by the answer's prompt and model, not once.
+    with override_toolcalling(BASE_URL=None, API_KEY="k", PRICES={"snapshot": {"input": "9", "output": "9"}}):
+        pricing = Pricing("claude-sonnet-4-5", "anthropic")
+        assert pricing.price("", 1000).input == 3
+        assert pricing.price("", 250_000).input == 6
+        unknown = Pricing("unknown", "anthropic")
+        assert unknown.price("", 1000) is None
+        assert unknown.price("snapshot", 1000).input == 9
+
+
 def test_a_prompt_of_exactly_a_tiers_start_is_priced_below_it():
     # A tier applies to prompts above its start (200,000 tokens here), as genai-prices and Anthropic bill them.
     with override_toolcalling(BASE_URL=None, API_KEY="k"):
