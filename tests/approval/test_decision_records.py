@@ -35,6 +35,11 @@ def on(signal, receiver):
         signal.disconnect(receiver)
 
 
+def writes_elsewhere():
+    """A router that sends the app's writes, the decisions' admin log entries too, to another connection."""
+    return override_settings(DATABASE_ROUTERS=[AppWritesElsewhere(also=("admin",))])
+
+
 def test_a_cancel_stores_who_cancelled_when_and_why_and_says_a_staff_member_had_not_decided(api, ops, model, alice):
     [call] = waiting_calls(api, ops, model, "a")
     before = timezone.now()
@@ -208,7 +213,7 @@ def test_a_decision_is_one_transaction_on_the_routers_database(api, ops, model, 
         raise RuntimeError("a site's receiver failed")
 
     with (
-        override_settings(DATABASE_ROUTERS=[AppWritesElsewhere(also=("admin",))]),  # the decision's log entry too
+        writes_elsewhere(),
         on(signal, fails),
         pytest.raises(RuntimeError),
     ):
@@ -228,7 +233,7 @@ def test_an_approval_inside_a_transaction_on_the_routers_database_runs_the_call_
 ):
     [call] = waiting_calls(api, ops, model, "a")
     model.reply("Bumped.")
-    with override_settings(DATABASE_ROUTERS=[AppWritesElsewhere(also=("admin",))]):
+    with writes_elsewhere():
         with transaction.atomic(using=WRITES):  # the site's own transaction, where the app writes
             approval.approve(call, approver)
             # Queued for the commit: nothing runs while the approval could still be undone.
@@ -244,7 +249,7 @@ def test_an_approval_inside_a_transaction_on_the_routers_database_runs_the_call_
 def test_a_rejection_on_the_routers_database_continues_the_conversation_once_that_commits(api, ops, model, approver):
     [call] = waiting_calls(api, ops, model, "a")
     model.reply("Not bumped.")
-    with override_settings(DATABASE_ROUTERS=[AppWritesElsewhere(also=("admin",))]):
+    with writes_elsewhere():
         approval.reject(call, approver, reason="no")
     # The continuation read the stored rejection back from the router's read database: it had been committed.
     assert Conversation.objects.get(pk=ops["id"]).status == "idle"
@@ -258,7 +263,7 @@ def test_a_decision_reads_the_conversations_status_again_where_it_writes_not_on_
 ):
     [call] = waiting_calls(api, ops, model, "a")
     model.reply("Not bumped.")
-    with override_settings(DATABASE_ROUTERS=[AppWritesElsewhere(also=("admin",))]):
+    with writes_elsewhere():
         Conversation.objects.filter(pk=ops["id"]).update(status=Conversation.Status.RUNNING)
         with transaction.atomic(using=WRITES):
             # Written where the app writes, not committed yet: the read database (a replica behind) sees "running".
