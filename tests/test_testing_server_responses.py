@@ -170,3 +170,56 @@ def test_the_offline_model_answers_the_responses_api_too():
     second = offline.responses.create(model="offline", input=[question, *replay(first), result], tools=[WEATHER, order],
                                       **STATELESS)  # fmt: skip
     assert "shipped" in second.output_text
+
+
+def test_a_reasoning_item_without_the_id_of_the_item_issued_after_it_is_refused(model, client):
+    model.call("get_weather", {"city": "Paris"})
+    first = client.responses.create(model="gpt-5-mini", input=[ASK], tools=[WEATHER], **STATELESS)
+    reasoning, call = replay(first)
+    bare = {key: value for key, value in call.items() if key != "id"}
+    output = {"type": "function_call_output", "call_id": call["call_id"], "output": "21"}
+    message = refused(client, model="gpt-5-mini", input=[ASK, reasoning, bare, output], tools=[WEATHER], **STATELESS)
+    assert message == f"Item '{reasoning['id']}' of type 'reasoning' was provided without its required following item."
+
+
+def test_a_reasoning_item_must_come_right_before_the_item_issued_after_it(model, client):
+    model.reply("Let me check.")
+    model.call("get_weather", {"city": "Paris"})
+    model.reply("21°C.")
+    first = client.responses.create(model="gpt-5-mini", input=[ASK], tools=[WEATHER], **STATELESS)
+    second = client.responses.create(model="gpt-5-mini", input=[ASK, *replay(first), ASK], tools=[WEATHER],
+                                     **STATELESS)  # fmt: skip
+    reasoning, call = replay(second)
+    output = {"type": "function_call_output", "call_id": call["call_id"], "output": "21"}
+    moved = [ASK, *replay(first), reasoning, ASK, call, output]  # something else between them
+    message = refused(client, model="gpt-5-mini", input=moved, tools=[WEATHER], **STATELESS)
+    assert message == f"Item '{reasoning['id']}' of type 'reasoning' was provided without its required following item."
+
+
+def test_a_message_id_without_its_reasoning_item_is_refused(model, client):
+    model.reply("Hello.")
+    first = client.responses.create(model="gpt-5-mini", input=[ASK], **STATELESS)
+    reasoning, message_item = replay(first)
+    assert message_item["id"].startswith("msg_")
+    message = refused(client, model="gpt-5-mini", input=[ASK, message_item, ASK], **STATELESS)
+    assert message == (
+        f"Item '{message_item['id']}' of type 'message' was provided without its required 'reasoning' item: "
+        f"'{reasoning['id']}'."
+    )
+
+
+def test_an_answer_sent_back_without_its_reasoning_and_without_ids_is_accepted(model, client):
+    model.call("get_weather", {"city": "Paris"})
+    model.reply("Hello.")
+    model.reply("21°C.")
+    first = client.responses.create(model="gpt-5-mini", input=[ASK], tools=[WEATHER], **STATELESS)
+    _, call = replay(first)
+    bare = {key: value for key, value in call.items() if key != "id"}
+    output = {"type": "function_call_output", "call_id": call["call_id"], "output": "21"}
+    second = client.responses.create(model="gpt-5-mini", input=[ASK, bare, output], tools=[WEATHER], **STATELESS)
+    _, message_item = replay(second)
+    text = {key: value for key, value in message_item.items() if key != "id"}
+    third = client.responses.create(model="gpt-5-mini", input=[ASK, bare, output, text, ASK], tools=[WEATHER],
+                                    **STATELESS)  # fmt: skip
+    assert third.output_text == "21°C."
+    assert not model.rejected

@@ -215,8 +215,9 @@ class ChatBackend:
             encrypted = f"gAAAA{uuid.uuid4().hex}{uuid.uuid4().hex}" if included else None
             reasoning_id = f"rs_{uuid.uuid4().hex[:24]}"
             reasoning = {"id": reasoning_id, "type": "reasoning", "summary": [], "encrypted_content": encrypted}
-            self.issued.add(reasoning_id, encrypted, [str(c.id) for c in reply.tool_calls])
-        response = response_object(body, reply, output_items(reply, reasoning=reasoning), self.usage(body, reply))
+        output = output_items(reply, reasoning=reasoning)
+        self.issued.record(output)
+        response = response_object(body, reply, output, self.usage(body, reply))
         if body.get("stream") is True:
             return 200, {**SSE_HEADERS, **reply.headers}, response_events(response)
         return 200, {**JSON_HEADERS, **reply.headers}, _dumps(response)
@@ -229,10 +230,7 @@ class ChatBackend:
             return answered.result
         thinking: dict[str, Any] | None = None
         if thinking_enabled(body):
-            signature = f"Eq{uuid.uuid4().hex}{uuid.uuid4().hex}=="
-            text = f"The user asked something; thinking it over ({uuid.uuid4().hex[:8]})."
-            thinking = {"type": "thinking", "thinking": text, "signature": signature}
-            self.thinking.add(signature, text, [str(c.id) for c in reply.tool_calls])
+            thinking = anthropic_shape.thinking_block("The user asked something; thinking it over")
         counts = self.usage(body, reply)
         if reply.usage is not None and reply.usage.cached_tokens is not None:
             read, written = counts["cached"], 0
@@ -256,6 +254,7 @@ class ChatBackend:
             "service_tier": "standard",
         }
         blocks = anthropic_shape.reply_blocks(reply, thinking=thinking)
+        self.thinking.record(blocks)
         message = anthropic_shape.message_object(body, reply, blocks, usage)
         if body.get("stream") is True:
             return 200, {**SSE_HEADERS, **reply.headers}, anthropic_shape.message_events(message)

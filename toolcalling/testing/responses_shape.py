@@ -29,7 +29,8 @@ def _pieces(text: str, size: int) -> list[str]:
 
 
 def output_items(reply: Reply, *, reasoning: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The output items of a reply, in the API's order: reasoning, the message, the function calls."""
+    """The output items of a reply, in the API's order: reasoning, the message, the function calls; with
+    ``interleaved`` reasoning, a second reasoning item before the calls."""
     items: list[dict[str, Any]] = [reasoning] if reasoning is not None else []
     if reply.content is not None:
         items.append({
@@ -39,6 +40,9 @@ def output_items(reply: Reply, *, reasoning: dict[str, Any] | None) -> list[dict
             "role": "assistant",
             "content": [{"type": "output_text", "text": reply.content, "annotations": [], "logprobs": []}],
         })  # fmt: skip
+    if reasoning is not None and reply.interleaved:
+        items.append({**reasoning, "id": f"rs_{uuid.uuid4().hex[:24]}",
+                      "encrypted_content": reasoning["encrypted_content"] and f"gAAAA{uuid.uuid4().hex}"})  # fmt: skip
     for call in reply.tool_calls:
         items.append({"id": f"fc_{uuid.uuid4().hex[:24]}", "type": "function_call", "status": "completed",
                       "call_id": call.id, "name": call.name, "arguments": call.arguments})  # fmt: skip

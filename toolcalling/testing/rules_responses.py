@@ -74,17 +74,29 @@ def is_reasoning_model(model: object) -> bool:
 @dataclass
 class Issued:
     """What the server sent that a later request may send back: reasoning items by id (their encrypted
-    content) and, per function call id, the reasoning item it came with."""
+    content), the id of the item issued right after each, and for each item issued after a reasoning item,
+    that item's id. The real API pairs them by these ids when they come back."""
 
     reasoning: dict[str, str | None] = field(default_factory=dict)
-    calls: dict[str, str] = field(default_factory=dict)
+    following: dict[str, str] = field(default_factory=dict)
+    """reasoning id -> the id of the item issued right after it."""
+    owners: dict[str, str] = field(default_factory=dict)
+    """item id -> the id of the reasoning item issued before it in the same response."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def add(self, reasoning_id: str, encrypted: str | None, call_ids: list[str]) -> None:
+    def record(self, output: list[dict[str, Any]]) -> None:
+        """Remember one response's output items."""
         with self.lock:
-            self.reasoning[reasoning_id] = encrypted
-            for call_id in call_ids:
-                self.calls[call_id] = reasoning_id
+            owner: str | None = None
+            for n, item in enumerate(output):
+                item_id = item.get("id")
+                if item.get("type") == "reasoning" and isinstance(item_id, str):
+                    self.reasoning[item_id] = item.get("encrypted_content")
+                    if n + 1 < len(output) and isinstance(output[n + 1].get("id"), str):
+                        self.following[item_id] = output[n + 1]["id"]
+                    owner = item_id
+                elif owner is not None and isinstance(item_id, str):
+                    self.owners[item_id] = owner
 
 
 def validate_responses_request(body: object, issued: Issued | None = None) -> list[str]:
@@ -209,7 +221,6 @@ def _validate_input(body: Mapping[str, Any], issued: Issued, errors: list[str]) 
         errors.append(bad_type("input", "a string or an array", items))
         return
     stateless = body.get("store") is False
-    reasoning_model = is_reasoning_model(body.get("model"))
     calls: dict[str, str] = {}  # call id -> item path, of calls not answered yet
     seen_calls: set[str] = set()
     replayed: set[str] = set()  # reasoning ids sent so far
@@ -223,6 +234,7 @@ def _validate_input(body: Mapping[str, Any], issued: Issued, errors: list[str]) 
             errors.append(bad_value(f"{path}.type", kind, tuple(ITEM_KEYS)))
             continue
         errors.extend(unknown(f"{path}.{key}") for key in item if key not in ITEM_KEYS[kind])
+        _check_pairing(items, n, kind, issued, replayed, errors)
         if kind == "message":
             _validate_message(path, item, errors)
         elif kind == "reasoning":
@@ -236,10 +248,6 @@ def _validate_input(body: Mapping[str, Any], issued: Issued, errors: list[str]) 
             if isinstance(call_id, str):
                 calls[call_id] = path
                 seen_calls.add(call_id)
-                needed = issued.calls.get(call_id)
-                if reasoning_model and needed is not None and needed not in replayed:
-                    errors.append(f"Item '{item.get('id') or call_id}' of type 'function_call' was provided "
-                                  f"without its required 'reasoning' item: '{needed}'.")  # fmt: skip
         else:
             call_id = item.get("call_id")
             if not isinstance(item.get("output"), str | list):
@@ -248,6 +256,25 @@ def _validate_input(body: Mapping[str, Any], issued: Issued, errors: list[str]) 
                 errors.append(f"No tool call found for function call output with call_id {call_id}.")
             calls.pop(call_id, None)  # type: ignore[arg-type]
     errors.extend(f"No tool output found for function call {call_id}." for call_id in calls)
+
+
+def _check_pairing(items: list[Any], n: int, kind: str, issued: Issued, replayed: set[str], errors: list[str]) -> None:
+    """The API pairs a reasoning item with the item it issued right after it, by that item's id, in both
+    directions. A reasoning item must come back right before that item: continuedev/continue #8933 and vercel/ai
+    #7099 (function calls replayed without their ids) recorded "Item 'rs_…' of type 'reasoning' was provided
+    without its required following item." An item whose id was issued after a reasoning item must come back
+    after it: TanStack/ai #1212 and omnigent-ai/omnigent #5066 (reasoning dropped, ids kept) recorded "Item
+    'fc_…' of type 'function_call' was provided without its required 'reasoning' item: 'rs_…'." A function call
+    sent without its id is paired by nothing and accepted without its reasoning (laravel/ai PR #1052)."""
+    item = items[n]
+    item_id = item.get("id")
+    if kind == "reasoning" and isinstance(item_id, str) and item_id in issued.following:
+        after = items[n + 1] if n + 1 < len(items) else None
+        if not isinstance(after, Mapping) or after.get("id") != issued.following[item_id]:
+            errors.append(f"Item '{item_id}' of type 'reasoning' was provided without its required following item.")
+    elif isinstance(item_id, str) and item_id in issued.owners and issued.owners[item_id] not in replayed:
+        errors.append(f"Item '{item_id}' of type '{kind}' was provided without its required 'reasoning' item: "
+                      f"'{issued.owners[item_id]}'.")  # fmt: skip
 
 
 def _wrong(path: str, item: Mapping[str, Any], key: str, expected: str) -> str:

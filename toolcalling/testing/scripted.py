@@ -104,6 +104,9 @@ class Reply:
     """Sent as the response body as it is (with ``status`` and ``headers``), for replies no real model sends."""
     model: str | None = None
     """The model name the answer reports (real endpoints often name a dated version); default: the one asked for."""
+    interleaved: bool = False
+    """On a reasoning request, a second reasoning item (Responses) or thinking block (Anthropic) between the text
+    and the tool calls, as models that think between steps answer."""
 
     @property
     def is_error(self) -> bool:
