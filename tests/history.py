@@ -25,24 +25,19 @@ def history_problems(conversation_id: Any) -> list[str]:
         return _responses_problems(assistant.get_model(), messages)
     if api == "anthropic":
         return _anthropic_problems(assistant, messages)
-    from toolcalling.model_apis._chat_completions import without_reasoning
+    from toolcalling.model_apis._base import without_side_keys
 
-    return validate_chat_request({"model": "m", "messages": without_reasoning(messages)})
+    return validate_chat_request({"model": "m", "messages": without_side_keys(messages)})
 
 
 def _responses_problems(model: str, messages: list[dict[str, Any]]) -> list[str]:
     from toolcalling.model_apis._responses import to_input
 
     instructions, items = to_input(messages)
-    issued, reasoning_id = Issued(), None
-    for item in items:
-        if item.get("type") == "reasoning":
-            reasoning_id = str(item.get("id"))
-            issued.add(reasoning_id, item.get("encrypted_content"), [])
-        elif item.get("type") == "function_call" and reasoning_id is not None:
-            issued.calls[str(item.get("call_id"))] = reasoning_id
-        elif item.get("type") != "function_call":
-            reasoning_id = None
+    issued = Issued()
+    for message in messages:  # what the server issued is what the answers stored
+        if message["role"] == "assistant":
+            issued.record(message.get("provider_items") or [])
     body = {"model": model, "instructions": instructions, "input": items, "store": False,
             "include": ["reasoning.encrypted_content"]}  # fmt: skip
     return validate_responses_request(body, issued)

@@ -12,6 +12,7 @@ from django.utils import timezone
 from tests.approvalapp.models import Counter
 from tests.history import history_problems
 from toolcalling import signals
+from toolcalling.model_apis import reasoning_items
 from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.tasks import expire_waiting_tool_calls
 from toolcalling.testutils import override_toolcalling
@@ -186,14 +187,15 @@ def test_after_an_approval_the_answer_goes_back_with_its_thinking_block_unchange
 ):
     # The continuation is a later request (another process, maybe): the thinking block comes from the database.
     asked = Message.objects.get(conversation_id=ops["id"], role="assistant")
-    assert [item["type"] for item in asked.reasoning] == ["thinking"] and asked.reasoning[0]["signature"]
+    thinking = reasoning_items(asked.provider_items)
+    assert [item["type"] for item in thinking] == ["thinking"] and thinking[0]["signature"]
     model.reply("Done.")
     with django_capture_on_commit_callbacks(execute=True):
         response = approver_api.post(f"/api/toolcalling/tool-calls/{waiting.pk}/approve/", {}, format="json")
     assert response.status_code == 200, response.content
     continuation = model.last_request
     answer = next(m for m in continuation["messages"] if m["role"] == "assistant")
-    assert answer["content"][0] == asked.reasoning[0]
+    assert answer["content"][0] == thinking[0]
     assert [b["type"] for b in answer["content"]] == ["thinking", "tool_use"]
     assert continuation["messages"][-1]["content"][0]["tool_use_id"] == waiting.call_id
     model.assert_done()  # the strict server refused nothing

@@ -93,7 +93,7 @@ def test_an_async_request_gives_the_reply_a_sync_one_gives(model, model_api, str
     assert reply.usage.prompt_tokens == 21
     assert (reply.model, reply.finish_reason) == (expected.model, expected.finish_reason)
     # Reasoning items and thinking blocks are issued anew for each answer: the same kinds come back.
-    assert [item["type"] for item in reply.reasoning] == [item["type"] for item in expected.reasoning]
+    assert [item["type"] for item in reply.provider_items] == [item["type"] for item in expected.provider_items]
     assert bool(reply.reasoning) == (model_api != "chat_completions")
     if stream:
         assert "".join(async_deltas) == reply.content
@@ -224,7 +224,8 @@ def stored(conversation_id) -> dict:
     return {
         "conversation": [getattr(conversation, name) for name in totals],
         "messages": [
-            ([getattr(m, name) for name in columns], [item["type"] for item in m.reasoning or ()]) for m in messages
+            ([getattr(m, name) for name in columns], [item["type"] for item in m.provider_items or ()])
+            for m in messages
         ],
         "calls": [(c.name, c.arguments, c.status, c.result) for c in calls],
     }

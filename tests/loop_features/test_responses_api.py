@@ -8,6 +8,7 @@ import pytest
 
 from toolcalling import Assistant
 from toolcalling.exceptions import ModelError
+from toolcalling.model_apis import reasoning_items
 from toolcalling.models import Conversation, Message
 from toolcalling.testutils import override_toolcalling
 
@@ -48,22 +49,26 @@ def test_requests_are_stateless_and_carry_the_whole_history(strict_model, alice)
 
 
 @RESPONSES
-def test_every_function_call_goes_back_after_the_reasoning_item_it_came_with(strict_model, alice):
+def test_every_answer_goes_back_as_it_was_issued_with_its_item_ids(strict_model, alice):
     strict_model.calls(("add", {"a": 1, "b": 2}), ("whoami", {}))
     strict_model.call("add", {"a": 3, "b": 3})
     strict_model.reply("Done.")
     result = Assistant.get("helper").run(alice, "Sums, and who am I?")
 
     answers = [m for m in result.messages if m.role == "assistant"]
-    assert [len(m.reasoning) for m in answers] == [1, 1, 1]
-    issued = [m.reasoning[0] for m in answers]
-    assert all(item["type"] == "reasoning" and item["encrypted_content"] for item in issued)
+    assert [[item["type"] for item in m.provider_items] for m in answers] == [
+        ["reasoning", "function_call", "function_call"], ["reasoning", "function_call"], ["reasoning", "message"],
+    ]  # fmt: skip
+    assert all(item["id"] for m in answers for item in m.provider_items)
     third = strict_model.requests[2]["input"]
     sent = [item for item in third if item.get("type") in ("reasoning", "function_call")]
-    assert [item["type"] for item in sent] == ["reasoning", "function_call", "function_call", "reasoning",
-                                               "function_call"]  # fmt: skip
-    assert [sent[0], sent[3]] == issued[:2]  # as issued, encrypted content and all
-    assert answers[-1].content == "Done."
+    # As issued: encrypted content, ids and all, each reasoning item right before the item issued after it.
+    assert sent == [*answers[0].provider_items, *answers[1].provider_items]
+    assert [item["type"] for item in third] == [
+        "message", "reasoning", "function_call", "function_call", "function_call_output", "function_call_output",
+        "reasoning", "function_call", "function_call_output",
+    ]  # fmt: skip
+    assert answers[-1].content == "Done." and not strict_model.rejected
 
 
 @RESPONSES
@@ -104,7 +109,8 @@ def test_structured_output_goes_as_text_format_and_an_invalid_answer_is_retried(
     assert fmt["type"] == "json_schema" and fmt["name"] == "Verdict"
     assert fmt["schema"] == Verdict.model_json_schema()
     retry = strict_model.requests[1]["input"]
-    assert retry[-2]["role"] == "assistant" and retry[-2]["content"] == '{"answer": "yes"}'
+    assert [item["type"] for item in retry[-3:-1]] == ["reasoning", "message"]  # the rejected answer as issued
+    assert retry[-2]["id"].startswith("msg_") and retry[-2]["content"][0]["text"] == '{"answer": "yes"}'
     assert "confidence: Field required" in retry[-1]["content"]
     stored = list(result.conversation.messages.order_by("id"))
     assert [(m.role, m.data) for m in stored] == [("user", None), ("assistant", json.loads(GOOD))]
@@ -158,7 +164,7 @@ def test_a_conversation_begun_on_chat_completions_continues_on_responses(strict_
     assert kinds == ["message", "function_call", "function_call_output", "message", "message", "reasoning",
                      "function_call", "function_call_output"]  # fmt: skip
     stored = Message.objects.filter(conversation_id=conversation["id"], role="assistant").order_by("id")
-    assert [len(m.reasoning) for m in stored] == [0, 0, 1, 1]
+    assert [len(reasoning_items(m.provider_items)) for m in stored] == [0, 0, 1, 1]
 
 
 @pytest.mark.chat_completions

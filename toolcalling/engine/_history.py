@@ -1,7 +1,8 @@
 """Reading a conversation's stored history, and turning stored messages into Chat Completions messages.
 
-An assistant message also carries the reasoning items its answer came with (``REASONING_KEY``), for the model
-APIs that must send them back; the others leave that key out.
+An assistant message also carries its answer as the model API issued it (``PROVIDER_ITEMS_KEY``), for the
+APIs that must send it back as it was, and a failed call's tool message says so (``IS_ERROR_KEY``); the APIs
+without such things leave those keys out.
 
 The stored history is always one the OpenAI API accepts (see ``_ledger`` and ``_writes``); these read it
 back with the ORM, in statements every database Django ships runs as they are (no ``IN`` of a subquery
@@ -16,7 +17,7 @@ from typing import Any
 from django.db.models import Prefetch
 
 from ..attachments import with_parts
-from ..model_apis import REASONING_KEY
+from ..model_apis import IS_ERROR_KEY, PROVIDER_ITEMS_KEY
 from ..models import Attachment, Conversation, Message, ToolCall
 
 # What one row of a history read holds: the message, and one of its calls (all None when it has none).
@@ -25,7 +26,8 @@ HISTORY_COLUMNS = (
     "role",
     "content",
     "tool_call_id",
-    "reasoning",
+    "is_error",
+    "provider_items",
     "tool_calls__call_id",
     "tool_calls__name",
     "tool_calls__raw_arguments",
@@ -64,18 +66,20 @@ def history_items(
     ``limit`` newest before the id ``before``. Read as plain values, not model instances: a turn reads its
     history on every message, and long histories must stay cheap."""
     items: list[tuple[int, dict[str, Any]]] = []
-    for message_id, role, content, tool_call_id, reasoning, call_id, name, arguments in history_rows(
+    for message_id, role, content, tool_call_id, is_error, provider_items, call_id, name, arguments in history_rows(
         conversation, before=before, limit=limit
     ):
         if items and items[-1][0] == message_id:  # another call of the same assistant message
             item = items[-1][1]
         elif role == Message.Role.TOOL:
             item = {"role": "tool", "tool_call_id": tool_call_id, "content": content}
+            if is_error:
+                item[IS_ERROR_KEY] = True
             items.append((message_id, item))
         elif role == Message.Role.ASSISTANT:
             item = {"role": "assistant", "content": content or None}
-            if reasoning:  # the reasoning items the answer came with, sent back by the APIs that need them
-                item[REASONING_KEY] = reasoning
+            if provider_items:  # the answer as issued, sent back by the APIs that need it
+                item[PROVIDER_ITEMS_KEY] = provider_items
             items.append((message_id, item))
         else:
             item = {"role": role, "content": content}
@@ -110,11 +114,14 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for message in messages:
         if message.role == Message.Role.TOOL:
-            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
+            tool: dict[str, Any] = {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+            if message.is_error:
+                tool[IS_ERROR_KEY] = True
+            out.append(tool)
         elif message.role == Message.Role.ASSISTANT:
             item: dict[str, Any] = {"role": "assistant", "content": message.content or None}
-            if message.reasoning:
-                item[REASONING_KEY] = message.reasoning
+            if message.provider_items:
+                item[PROVIDER_ITEMS_KEY] = message.provider_items
             calls = list(message.tool_calls.all())
             if calls:
                 item["tool_calls"] = [c.as_openai() for c in calls]

@@ -256,7 +256,7 @@ class Ledger:
                 total_tokens=usage.total_tokens,
                 cached_tokens=usage.cached_tokens,
                 reasoning_tokens=usage.reasoning_tokens,
-                reasoning=reply.reasoning,
+                provider_items=reply.provider_items,
                 cost=cost.amount,
                 price=cost.price.as_json() if cost.price is not None else None,
             )

@@ -12,6 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..attachments import is_file_part, part_tokens
+from ..model_apis import PROVIDER_ITEMS_KEY, reasoning_items
 from ._history import history_items
 
 if TYPE_CHECKING:
@@ -46,7 +47,10 @@ def final_only(turn: list[Item]) -> list[Item]:
 
 def size(item: Item) -> int:
     """A rough token count (JSON characters / 4, and an estimate per attached file rather than its base64):
-    close enough to keep a history under a budget."""
+    close enough to keep a history under a budget. Of an answer's provider items only the reasoning counts: the
+    rest is its text and calls again."""
+    if PROVIDER_ITEMS_KEY in item:
+        item = {**item, PROVIDER_ITEMS_KEY: reasoning_items(item[PROVIDER_ITEMS_KEY])}
     content = item.get("content")
     if isinstance(content, list) and any(is_file_part(part) for part in content):
         text = {**item, "content": [part for part in content if not is_file_part(part)]}

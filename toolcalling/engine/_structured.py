@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from ..exceptions import ImproperlyDefined
+from ..model_apis import PROVIDER_ITEMS_KEY
 from ..toolkit import describe_validation_error
 
 if TYPE_CHECKING:
@@ -115,6 +116,6 @@ class OutputCheck:
     def correction(self, reply: ModelReply, problem: str) -> list[dict[str, Any]]:
         """The rejected answer and the request to fix it, as messages for the next request only."""
         return [
-            {"role": "assistant", "content": reply.content or ""},
+            {"role": "assistant", "content": reply.content or "", PROVIDER_ITEMS_KEY: reply.provider_items},
             {"role": "user", "content": self.spec.correction(problem)},
         ]

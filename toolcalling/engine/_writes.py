@@ -214,7 +214,11 @@ def answer_call_if(
         if not update_call_if(call, from_status, **values):
             return None
         message = Message(
-            conversation_id=call.conversation_id, role=Message.Role.TOOL, content=result, tool_call_id=call.call_id
+            conversation_id=call.conversation_id,
+            role=Message.Role.TOOL,
+            content=result,
+            tool_call_id=call.call_id,
+            is_error=status == ToolCall.Status.FAILED,
         )
         message.save(using=router.db_for_write(Message, instance=call))
     return without_calls(message)

@@ -118,7 +118,7 @@ class UIMessageStream:
         if message is None:
             return ""
         out = self.begin_step()
-        if thought := reasoning_text(message.reasoning or []):
+        if thought := reasoning_text(message.provider_items or []):
             rid = f"reasoning-{message.pk}"
             out += chunk("reasoning-start", id=rid) + chunk("reasoning-delta", id=rid, delta=thought)
             out += chunk("reasoning-end", id=rid)

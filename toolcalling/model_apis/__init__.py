@@ -16,7 +16,17 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from ..conf import OFFLINE_ANTHROPIC_CLIENT_FACTORY, OFFLINE_CLIENT_FACTORY, toolcalling_settings
-from ._base import REASONING_KEY, DeltaCallback, Features, ModelAPI, ModelReply, RequestedCall, Usage
+from ._base import (
+    IS_ERROR_KEY,
+    PROVIDER_ITEMS_KEY,
+    DeltaCallback,
+    Features,
+    ModelAPI,
+    ModelReply,
+    RequestedCall,
+    Usage,
+    reasoning_items,
+)
 from ._chat_completions import ChatCompletions
 from ._responses import Responses, needs_responses
 
@@ -37,7 +47,8 @@ IMPLEMENTATIONS: dict[str, str] = {
 EXTRAS = {"anthropic": ("anthropic", "django-toolcalling[anthropic]")}
 
 __all__ = [
-    "REASONING_KEY",
+    "IS_ERROR_KEY",
+    "PROVIDER_ITEMS_KEY",
     "ChatCompletions",
     "DeltaCallback",
     "Features",
@@ -51,6 +62,7 @@ __all__ = [
     "get_model_api",
     "load_model_api",
     "needs_responses",
+    "reasoning_items",
 ]
 
 

@@ -2,11 +2,12 @@
 
 The request is built from the turn's Chat Completions-shaped messages: the leading system message becomes
 ``system``, tool calls ``tool_use`` blocks and tool messages ``tool_result`` blocks of the next user message
-(in order, ``is_error`` for a failed call). The thinking blocks an answer came with are stored with it
-(``ModelReply.reasoning``) and sent back first in its assistant message, as the API requires of a tool-use
-continuation. ``cache_control`` marks the stable prefix (the last tool, the system prompt) and the history so
-far, so the provider's prompt cache serves the next request. Answers are read from the JSON the endpoint sent
-(``_anthropic_reading``), as strictly as the other APIs'.
+(in order, ``is_error`` for a failed call). An answer's content blocks are stored in their order
+(``ModelReply.provider_items``) and sent back in that order, thinking blocks unchanged where they came: with
+interleaved thinking a block may follow text, and the API refuses a latest assistant message whose thinking
+blocks moved ("cannot be modified"). ``cache_control`` marks the stable prefix (the last tool, the system
+prompt) and the history so far, so the provider's prompt cache serves the next request. Answers are read from
+the JSON the endpoint sent (``_anthropic_reading``), as strictly as the other APIs'.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from django.utils.translation import gettext as _
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _anthropic_reading as reading
-from ._base import REASONING_KEY, DeltaCallback, Features, ModelReply
+from ._base import IS_ERROR_KEY, PROVIDER_ITEMS_KEY, DeltaCallback, Features, ModelReply
 from ._posting import PostedModelAPI
 
 if TYPE_CHECKING:
@@ -37,8 +38,8 @@ DEFAULT_MAX_TOKENS = 4096
 # The blocks of an answer that must go back with it: extended thinking, plain or redacted.
 THINKING_TYPES = ("thinking", "redacted_thinking")
 
-# How the app marks a failed call's result for the model (engine/_calls.py): it goes back with ``is_error``.
-ERROR_PREFIX = "Error: "
+# The content blocks of an answer that go back with it; those of server tools the app never offers are not stored.
+BLOCK_TYPES = (*THINKING_TYPES, "text", "tool_use")
 
 CACHE_POINT = {"type": "ephemeral"}
 
@@ -153,24 +154,37 @@ def to_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any
 
 
 def assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
-    """An answer as content blocks: its thinking blocks first (as they came), its text, its tool calls."""
-    blocks = [block for block in message.get(REASONING_KEY) or () if block.get("type") in THINKING_TYPES]
-    text = _text(message.get("content"))
-    if text:
-        blocks.append({"type": "text", "text": text})
+    """An answer as the content blocks it came as, in their order: thinking blocks unchanged, each tool use
+    with the input the history holds (an approver may have edited it), a call the history no longer holds left
+    out. An answer without stored blocks (another API's, or one stored when only its thinking was kept) goes
+    as its thinking blocks, its text, then its calls."""
+    calls: dict[str, dict[str, Any]] = {}
     for call in message.get("tool_calls") or ():
         function = call.get("function") or {}
-        blocks.append({"type": "tool_use", "id": call.get("id", ""), "name": function.get("name", ""),
-                       "input": _input(function.get("arguments"))})  # fmt: skip
+        calls[call.get("id", "")] = {"type": "tool_use", "id": call.get("id", ""), "name": function.get("name", ""),
+                                     "input": _input(function.get("arguments"))}  # fmt: skip
+    issued = [block for block in message.get(PROVIDER_ITEMS_KEY) or () if block.get("type") in BLOCK_TYPES]
+    blocks: list[dict[str, Any]] = []
+    for block in issued:
+        if block["type"] == "tool_use":
+            if block.get("id") in calls:
+                blocks.append(calls.pop(block["id"]))
+        elif block["type"] != "text":
+            blocks.append(block)
+        elif block.get("text"):  # the API refuses empty text blocks
+            blocks.append({"type": "text", "text": block["text"]})
+    text = _text(message.get("content"))
+    if text and not any(block["type"] == "text" for block in issued):
+        blocks.append({"type": "text", "text": text})
+    blocks.extend(calls.values())
     return blocks
 
 
 def tool_result(message: dict[str, Any]) -> dict[str, Any]:
     """A tool message as the ``tool_result`` of the call it answers; a failed call's is marked ``is_error``."""
-    text = _text(message.get("content"))
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.get("tool_call_id", ""),
-                             "content": text}  # fmt: skip
-    if text.startswith(ERROR_PREFIX):
+                             "content": _text(message.get("content"))}  # fmt: skip
+    if message.get(IS_ERROR_KEY):
         block["is_error"] = True
     return block
 
@@ -243,7 +257,9 @@ def options_for_messages(options: dict[str, Any]) -> dict[str, Any]:
     for key, value in options.items():
         if key == "response_format":
             if isinstance(value, dict) and value.get("type") == "json_schema":
-                schema = (value.get("json_schema") or {}).get("schema") or {}
+                # The SDK's own transform closes every object (the API refuses one without
+                # ``additionalProperties: false``) and moves constraints the API does not take into descriptions.
+                schema = anthropic.transform_schema((value.get("json_schema") or {}).get("schema") or {})
                 out["output_config"] = {**out.get("output_config", {}), "format": {"type": "json_schema",
                                                                                    "schema": schema}}  # fmt: skip
         elif key in ("max_tokens", "max_completion_tokens"):

@@ -35,7 +35,9 @@ def error_message(body: Any) -> str | None:
 
 
 def reply_from_message(data: Any, requested_model: str) -> ModelReply:
-    """A ``message`` object (parsed JSON) as a ``ModelReply``: its text, tool calls and thinking blocks."""
+    """A ``message`` object (parsed JSON) as a ``ModelReply``: its text and tool calls, and its content blocks in
+    their order (``provider_items``: thinking with its signature, text, and each tool use by its id, whose input
+    the stored call holds), to be sent back as they came."""
     data = read.json_object(data, "the body")
     if data.get("type") == "error":
         raise ModelError(_("The model endpoint answered with an error: %(message)s") % {"message": error_message(data)})
@@ -44,22 +46,24 @@ def reply_from_message(data: Any, requested_model: str) -> ModelReply:
         raise invalid("the message has no content list")
     text: list[str] = []
     calls: list[RequestedCall] = []
-    thinking: list[dict[str, Any]] = []
+    issued: list[dict[str, Any]] = []
     for n, block in enumerate(blocks):
         block = read.json_object(block, f"content[{n}]")
         kind = block.get("type")
         if kind == "text":
             text.append(read.text(block.get("text"), f"content[{n}].text") or "")
+            issued.append({"type": "text", "text": text[-1]})
         elif kind == "tool_use":
             calls.append(_call(block, f"content[{n}]"))
+            issued.append({"type": "tool_use", "id": calls[-1].id, "name": calls[-1].name})
         elif kind == "thinking":
             if not isinstance(block.get("signature"), str) or not isinstance(block.get("thinking"), str):
                 raise invalid(f"content[{n}] is a thinking block without its thinking text and signature")
-            thinking.append({"type": "thinking", "thinking": block["thinking"], "signature": block["signature"]})
+            issued.append({"type": "thinking", "thinking": block["thinking"], "signature": block["signature"]})
         elif kind == "redacted_thinking":
             if not isinstance(block.get("data"), str):
                 raise invalid(f"content[{n}] is a redacted thinking block without its data")
-            thinking.append({"type": "redacted_thinking", "data": block["data"]})
+            issued.append({"type": "redacted_thinking", "data": block["data"]})
         elif not isinstance(kind, str):
             raise invalid(f"content[{n}] has no type")
         # Other block types belong to server tools the app never offers; they carry nothing to store.
@@ -73,7 +77,7 @@ def reply_from_message(data: Any, requested_model: str) -> ModelReply:
         usage=usage(data.get("usage")),
         model=read.string(data.get("model")) or requested_model,
         finish_reason=FINISH_REASONS.get(stop_reason, stop_reason or None),
-        reasoning=thinking,
+        provider_items=issued,
     )
 
 

@@ -25,9 +25,16 @@ if TYPE_CHECKING:
 
 DeltaCallback = Callable[[str], None]
 
-# The key under which a Chat Completions-shaped assistant message of a request carries its stored reasoning
-# items (``ModelReply.reasoning``); an API without reasoning items leaves it out of what it sends.
-REASONING_KEY = "reasoning"
+# The key under which a Chat Completions-shaped assistant message of a request carries the items its answer
+# was issued as (``ModelReply.provider_items``); each API sends back only its own, and Chat Completions none.
+PROVIDER_ITEMS_KEY = "provider_items"
+
+# The key under which a tool message of a request says that the call failed (``Message.is_error``): Anthropic
+# sends it as ``tool_result.is_error``; APIs without such a flag leave it out (the result's text says so).
+IS_ERROR_KEY = "is_error"
+
+# The keys of the app's own that a request's messages may carry beside Chat Completions' fields.
+SIDE_KEYS = (PROVIDER_ITEMS_KEY, IS_ERROR_KEY)
 
 
 @dataclass(kw_only=True)
@@ -64,11 +71,17 @@ class ModelReply:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     finish_reason: str | None = None
-    reasoning: list[dict[str, Any]] = field(default_factory=list)
-    """Opaque provider items that came with the answer and must be sent back with it, in order (the Responses
-    API's reasoning items with their encrypted content, Anthropic's thinking blocks with their signatures);
-    stored with the answer, empty on Chat Completions. Each API sends back only the item types it issues, so a
+    provider_items: list[dict[str, Any]] = field(default_factory=list)
+    """The answer as the API issued it, in order, to be sent back as it was: the Responses API's output items
+    (reasoning with its encrypted content, messages and function calls, each with the ``id`` it was issued
+    with, which the API pairs them by), Anthropic's content blocks (thinking with its signature, text, tool use).
+    Stored with the answer; empty on Chat Completions. Each API sends back only the item types it issues, so a
     conversation that changes API keeps working."""
+
+    @property
+    def reasoning(self) -> list[dict[str, Any]]:
+        """The reasoning among ``provider_items``: Responses reasoning items, Anthropic thinking blocks."""
+        return reasoning_items(self.provider_items)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,7 +95,7 @@ class Features:
     structured_output: bool = True
     """Whether the request can carry a JSON schema the answer must follow (``response_format``)."""
     reasoning_items: bool = False
-    """Whether answers carry reasoning items (``ModelReply.reasoning``) that later requests must replay."""
+    """Whether answers carry items (``ModelReply.provider_items``) that later requests must send back."""
 
 
 class ModelAPI(abc.ABC):
@@ -121,6 +134,22 @@ class ModelAPI(abc.ABC):
         """``send`` for an async caller. This default waits in a thread of its own (not the event loop's);
         an API with an async client waits on the event loop instead, holding no thread."""
         return await sync_to_async(self.send, thread_sensitive=False)(request, on_delta=on_delta)
+
+
+REASONING_TYPES = ("reasoning", "thinking", "redacted_thinking")
+
+
+def reasoning_items(items: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """The reasoning among stored provider items (Responses reasoning items, Anthropic thinking blocks)."""
+    return [item for item in items or () if isinstance(item, dict) and item.get("type") in REASONING_TYPES]
+
+
+def without_side_keys(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages without the app's side keys (``SIDE_KEYS``), for an API that refuses unknown keys; only
+    the messages that carry one are copied."""
+    if not any(key in m for m in messages for key in SIDE_KEYS):
+        return messages
+    return [{k: v for k, v in m.items() if k not in SIDE_KEYS} for m in messages]
 
 
 def invalid(problem: str) -> ModelError:

@@ -20,7 +20,7 @@ from django.utils.translation import gettext as _
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _reading as read
-from ._base import REASONING_KEY, DeltaCallback, Features, ModelReply, RequestedCall, invalid
+from ._base import DeltaCallback, Features, ModelReply, RequestedCall, invalid, without_side_keys
 from ._posting import PostedModelAPI
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def request_body(request: ModelRequest) -> tuple[dict[str, Any], openai.RequestO
     """The JSON body of ``request`` and the SDK's options taken out of it."""
     body: dict[str, Any] = {
         "model": request.model,
-        "messages": without_reasoning(request.messages),
+        "messages": without_side_keys(request.messages),
         **toolcalling_settings.MODEL_OPTIONS,
         **request.options,
     }
@@ -97,14 +97,6 @@ def request_options(body: dict[str, Any]) -> openai.RequestOptions:
         options["timeout"] = body.pop("timeout")
     body.update(body.pop("extra_body", None) or {})
     return options
-
-
-def without_reasoning(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The messages without the reasoning items a Responses answer left in the history (Chat Completions has no
-    such key, and refuses unknown ones); only the messages that carry some are copied."""
-    if not any(REASONING_KEY in m for m in messages):
-        return messages
-    return [{k: v for k, v in m.items() if k != REASONING_KEY} if REASONING_KEY in m else m for m in messages]
 
 
 def status_error(exc: openai.APIStatusError) -> ModelError:

@@ -1,10 +1,15 @@
 """The OpenAI Responses API, stateless: the whole history goes out from the site's database on every request.
 
-Nothing is kept at the provider (``store: false``, never ``previous_response_id``); the reasoning items an answer
-came with are asked for with their encrypted content, stored with the answer (``ModelReply.reasoning``) and sent
-back before it, so every ``function_call`` keeps the reasoning that preceded it. The request is built from the
-turn's Chat Completions-shaped messages; answers are read from the JSON the endpoint sent, validated as strictly
-as Chat Completions' (anything malformed is a ``ModelError`` before anything of it is stored).
+Nothing is kept at the provider (``store: false``, never ``previous_response_id``). An answer's output items are
+stored as the API issued them (``ModelReply.provider_items``: reasoning with its encrypted content, messages and
+function calls with their ids) and sent back in the same order with the same ids, since the API pairs a
+reasoning item with the item issued right after it by that id: a reasoning item without that item is refused
+("was provided without its required following item"), and so is an item id without its reasoning ("was provided
+without its required 'reasoning' item"). Where part of an answer is gone (a call the history no longer holds, an
+answer stored before its items were), the reasoning that needed it is left out with the ids that depended on it,
+and the rest goes out without ids, which the API accepts. The request is built from the turn's Chat
+Completions-shaped messages; answers are read from the JSON the endpoint sent, validated as strictly as Chat
+Completions' (anything malformed is a ``ModelError`` before anything of it is stored).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from django.utils.translation import gettext as _
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _reading as read
-from ._base import REASONING_KEY, DeltaCallback, Features, ModelReply, RequestedCall, invalid
+from ._base import PROVIDER_ITEMS_KEY, DeltaCallback, Features, ModelReply, RequestedCall, invalid
 from ._chat_completions import request_options, sdk_errors
 from ._posting import PostedModelAPI
 
@@ -79,8 +84,8 @@ def request_body(request: ModelRequest) -> tuple[dict[str, Any], openai.RequestO
 def to_input(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
     """Chat Completions messages as ``instructions`` (the leading system message) and Responses input items.
 
-    An assistant message becomes its reasoning items, its text and its function calls, in that order (as the
-    API gave them); a tool message becomes the ``function_call_output`` of the call it answers."""
+    An assistant message becomes the items its answer was issued as (``assistant_items``); a tool message
+    becomes the ``function_call_output`` of the call it answers."""
     instructions: str | None = None
     items: list[dict[str, Any]] = []
     for n, message in enumerate(messages):
@@ -91,19 +96,73 @@ def to_input(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str,
             items.append({"type": "function_call_output", "call_id": message.get("tool_call_id", ""),
                           "output": _output_text(message.get("content"))})  # fmt: skip
         elif role == "assistant":
-            # Only this API's own reasoning items: a conversation that began on another API keeps its items.
-            items.extend(item for item in message.get(REASONING_KEY) or () if item.get("type") == "reasoning")
-            content = message.get("content")
-            if content:
-                items.append({"type": "message", "role": "assistant", "content": _output_text(content)})
-            for call in message.get("tool_calls") or ():
-                function = call.get("function") or {}
-                name, arguments = function.get("name", ""), function.get("arguments") or "{}"
-                items.append({"type": "function_call", "call_id": call.get("id", ""), "name": name,
-                              "arguments": arguments})  # fmt: skip
+            items.extend(assistant_items(message))
         else:
             items.append({"type": "message", "role": role, "content": _input_content(message.get("content"))})
     return instructions, items
+
+
+# The output items the app sends back; those of built-in tools it never offers are not stored.
+ITEM_TYPES = ("reasoning", "message", "function_call")
+
+
+def assistant_items(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """An answer as the output items it was issued as, in their order and with their ids; each function call
+    with the arguments the history holds (an approver may have edited them), a call the history no longer
+    holds left out. Without stored items (another API's answer, or one stored before items were kept), its
+    text and calls go out as new items, without ids. ``paired`` then keeps only what the API accepts."""
+    calls: dict[str, dict[str, Any]] = {}
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        calls[call.get("id", "")] = {"type": "function_call", "call_id": call.get("id", ""),
+                                     "name": function.get("name", ""),
+                                     "arguments": function.get("arguments") or "{}"}  # fmt: skip
+    issued = [item for item in message.get(PROVIDER_ITEMS_KEY) or () if item.get("type") in ITEM_TYPES]
+    out: list[tuple[int | None, dict[str, Any]]] = []
+    for n, item in enumerate(issued):
+        if item["type"] == "function_call":
+            call = calls.pop(item.get("call_id", ""), None)
+            if call is not None:
+                out.append((n, {**item, **call}))
+        else:
+            out.append((n, item))
+    content = message.get("content")
+    if content and not any(item["type"] == "message" for item in issued):
+        out.append((None, {"type": "message", "role": "assistant", "content": _output_text(content)}))
+    out.extend((None, call) for call in calls.values())
+    return paired(issued, out)
+
+
+def paired(issued: list[dict[str, Any]], out: list[tuple[int | None, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The items of ``out`` (each with its index in ``issued``, or ``None`` for a new one) as the API accepts
+    them: a reasoning item only with its encrypted content and right before the item issued right after it
+    (which the API finds by its id); an item's id only beside the reasoning issued before it, which the API
+    requires of it. What falls out is the reasoning of an answer part of which is gone: the model reads the
+    rest without it, as after a change of model."""
+    kept: list[tuple[int | None, dict[str, Any]]] = []
+    kept_reasoning: set[int] = set()
+    for n, item in reversed(out):  # from the end: whether a reasoning item stays depends on what follows it
+        if item.get("type") == "reasoning" and n is not None:
+            follower = issued[n + 1].get("id") if n + 1 < len(issued) else None
+            after = kept[-1][1] if kept else None
+            if item.get("encrypted_content") and follower and after is not None and after.get("id") == follower:
+                kept_reasoning.add(n)
+                kept.append((n, item))
+            continue
+        kept.append((n, item))
+    owner: dict[int, int] = {}  # issued index -> the index of the reasoning issued before it
+    last: int | None = None
+    for n, item in enumerate(issued):
+        if item.get("type") == "reasoning":
+            last = n
+        elif last is not None:
+            owner[n] = last
+    items = []
+    for n, item in reversed(kept):
+        if n is not None and item.get("type") != "reasoning" and n in owner and owner[n] not in kept_reasoning:
+            item = {key: value for key, value in item.items() if key != "id"}
+        items.append(item)
+    return items
 
 
 def _output_text(content: Any) -> str:
@@ -186,13 +245,11 @@ def reply_from_response(data: Any, requested_model: str) -> ModelReply:
     text: list[str] = []
     refusals: list[str] = []
     calls: list[RequestedCall] = []
-    reasoning: list[dict[str, Any]] = []
+    issued: list[dict[str, Any]] = []
     for n, item in enumerate(output):
         item = read.json_object(item, f"output[{n}]")
         kind = item.get("type")
-        if kind == "reasoning":
-            reasoning.append(item)
-        elif kind == "message":
+        if kind == "message":
             parts = item.get("content")
             if not isinstance(parts, list):
                 raise invalid(f"output[{n}].content is not a list")
@@ -206,6 +263,8 @@ def reply_from_response(data: Any, requested_model: str) -> ModelReply:
             calls.append(_call(item, f"output[{n}]"))
         elif not isinstance(kind, str):
             raise invalid(f"output[{n}] has no type")
+        if kind in ITEM_TYPES:
+            issued.append(item)
         # Other item types belong to built-in tools the app never offers; they carry nothing to store.
     content = "".join(text) if text else None
     if content is None and not calls:
@@ -218,7 +277,7 @@ def reply_from_response(data: Any, requested_model: str) -> ModelReply:
         usage=read.usage(data.get("usage"), "input_tokens", "output_tokens"),
         model=read.string(data.get("model")) or requested_model,
         finish_reason=_finish_reason(data, calls),
-        reasoning=reasoning,
+        provider_items=issued,
     )
 
 

@@ -156,6 +156,11 @@ class Message(models.Model):
         verbose_name=pgettext_lazy("toolcalling model", "tool call id"),
         help_text=_("On tool messages: the model's id of the call this message answers."),
     )
+    is_error = models.BooleanField(
+        default=False,
+        verbose_name=pgettext_lazy("toolcalling model", "is error"),
+        help_text=_("On tool messages: whether the call failed (the model is told so where its API has a flag)."),
+    )
     data = models.JSONField(
         null=True,
         blank=True,
@@ -182,14 +187,14 @@ class Message(models.Model):
         verbose_name=pgettext_lazy("toolcalling model", "reasoning tokens"),
         help_text=_("Completion tokens the model spent on reasoning (part of the completion tokens)."),
     )
-    reasoning = models.JSONField(
+    provider_items = models.JSONField(
         default=list,
         blank=True,
         editable=False,
-        verbose_name=pgettext_lazy("toolcalling model", "reasoning items"),
+        verbose_name=pgettext_lazy("toolcalling model", "provider items"),
         help_text=_(
-            "On assistant answers: the provider's opaque reasoning items (encrypted), sent back with the answer "
-            "on later requests of APIs that need them (the Responses API)."
+            "On assistant answers: the answer as the model API issued it (Responses output items with their ids, "
+            "Anthropic content blocks with their thinking signatures), sent back as it was on later requests."
         ),
     )
     cost = cost_field(
