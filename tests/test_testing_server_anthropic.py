@@ -166,13 +166,26 @@ def test_a_stream_sends_thinking_text_and_input_json_deltas_between_start_and_st
 
 
 def test_structured_output_is_checked_as_output_config_format(model, client):
-    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+              "additionalProperties": False}  # fmt: skip
     model.reply(json.dumps({"city": "Paris"}))
     fine = client.messages.create(model=MODEL, max_tokens=1024, messages=[ASK],
                                   output_config={"format": {"type": "json_schema", "schema": schema}})  # fmt: skip
     assert json.loads(fine.content[0].text) == {"city": "Paris"}
     wrong = refused(client, messages=[ASK], output_config={"format": {"type": "json_object"}})
     assert wrong == "output_config.format.type: Input should be 'json_schema'"
+    # Every object closed, nested ones too (as the SDK's transform_schema makes them).
+    open_root = {key: value for key, value in schema.items() if key != "additionalProperties"}
+    message = refused(client, messages=[ASK], output_config={"format": {"type": "json_schema", "schema": open_root}})
+    assert message == (
+        "output_config.format.schema: For 'object' type, 'additionalProperties' must be explicitly set to false"
+    )
+    nested = {**schema, "properties": {"where": {"type": "object", "properties": {}, "additionalProperties": True}}}
+    message = refused(client, messages=[ASK], output_config={"format": {"type": "json_schema", "schema": nested}})
+    assert message == (
+        "output_config.format.schema: For 'object' type, 'additionalProperties: true' is not supported. Please set "
+        "'additionalProperties' to false"
+    )
 
 
 def test_an_error_reply_has_the_apis_error_shape(model, client):
@@ -198,3 +211,22 @@ def test_the_offline_model_answers_the_anthropic_api_too():
     messages = [question, {"role": "assistant", "content": replay(first)}, answer(call.id, '{"status": "shipped"}')]
     second = offline.messages.create(model="offline", max_tokens=1024, messages=messages, tools=[WEATHER, order])
     assert "shipped" in second.content[0].text
+
+
+def test_interleaved_thinking_goes_back_where_it_came_and_a_moved_block_is_refused(model, client):
+    model.call("get_weather", {"city": "Paris"}, content="Let me look.").interleaved = True
+    model.reply("21°C.")
+    first = client.messages.create(model=MODEL, messages=[ASK], tools=[WEATHER], **THINKING)
+    assert [block.type for block in first.content] == ["thinking", "text", "thinking", "tool_use"]
+    thinking, text, later, call = replay(first)
+    moved = [thinking, later, text, call]  # all thinking first, as a reader that sorts blocks by kind sends them
+    message = refused(client, messages=[ASK, {"role": "assistant", "content": moved}, answer(call["id"])],
+                      tools=[WEATHER], **THINKING)  # fmt: skip
+    assert message == (
+        "messages.1.content.1: `thinking` or `redacted_thinking` blocks in the latest assistant message cannot be "
+        "modified. These blocks must remain as they were in the original response."
+    )
+    kept = [ASK, {"role": "assistant", "content": replay(first)}, answer(call["id"])]
+    second = client.messages.create(model=MODEL, messages=kept, tools=[WEATHER], **THINKING)
+    assert second.content[-1].text == "21°C."
+    assert len(model.rejected) == 1

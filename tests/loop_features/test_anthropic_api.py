@@ -5,15 +5,17 @@ usage with cache reads, switches between APIs mid-conversation, malformed replie
 import json
 import sys
 
+import anthropic
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from toolcalling import Assistant
 from toolcalling.exceptions import ModelError
 from toolcalling.hooks import ModelRequest
-from toolcalling.model_apis import get_model_api
+from toolcalling.model_apis import get_model_api, reasoning_items
 from toolcalling.models import Message
 from toolcalling.testutils import override_toolcalling
+from toolcalling.toolkit import make_tool
 
 from .assistants import Verdict
 
@@ -62,12 +64,13 @@ def test_every_tool_use_goes_back_after_the_thinking_block_it_came_with(strict_m
     result = Assistant.get("lf_anthropic").run(alice, "Sums?")
 
     answers = [m for m in result.messages if m.role == "assistant"]
-    assert [[item["type"] for item in m.reasoning] for m in answers] == [["thinking"]] * 3
-    assert all(m.reasoning[0]["signature"] and m.reasoning[0]["thinking"] for m in answers)
+    assert [[item["type"] for item in reasoning_items(m.provider_items)] for m in answers] == [["thinking"]] * 3
+    thoughts = [reasoning_items(m.provider_items)[0] for m in answers]
+    assert all(thought["signature"] and thought["thinking"] for thought in thoughts)
     third = strict_model.requests[2]
     sent = [m["content"] for m in third["messages"] if m["role"] == "assistant"]
     assert [[b["type"] for b in content] for content in sent] == [["thinking", "tool_use"]] * 2
-    assert [content[0] for content in sent] == [answers[0].reasoning[0], answers[1].reasoning[0]]  # unchanged
+    assert [content[0] for content in sent] == thoughts[:2]  # unchanged
     assert third["thinking"] == THINKING["thinking"] and third["max_tokens"] == 2048  # model_options pass through
     assert answers[-1].content == "Done."
 
@@ -102,7 +105,8 @@ def test_structured_output_goes_as_output_config_format_and_an_invalid_answer_is
 
     assert result.output == Verdict(answer="yes", confidence=0.9)
     fmt = strict_model.requests[0]["output_config"]["format"]
-    assert fmt == {"type": "json_schema", "schema": Verdict.model_json_schema()}
+    assert fmt == {"type": "json_schema", "schema": anthropic.transform_schema(Verdict.model_json_schema())}
+    assert fmt["schema"]["additionalProperties"] is False  # the API refuses an object schema left open
     retry = strict_model.messages(1)
     assert retry[-2] == {"role": "assistant", "content": '{"answer": "yes"}'}
     assert "confidence: Field required" in retry[-1]["content"]
@@ -131,7 +135,7 @@ def test_a_conversation_moves_between_responses_and_anthropic_each_keeping_its_o
     kinds = [item.get("type") for item in strict_model.requests[-1]["input"]]
     assert kinds.count("reasoning") == 2  # only the Responses answers', never a thinking block
     stored = Message.objects.filter(conversation_id=conversation["id"], role="assistant").order_by("id")
-    assert [[item["type"] for item in m.reasoning] for m in stored] == [
+    assert [[item["type"] for item in reasoning_items(m.provider_items)] for m in stored] == [
         ["reasoning"], ["reasoning"], ["thinking"], ["thinking"], ["reasoning"],
     ]  # fmt: skip
 
@@ -197,7 +201,46 @@ def test_a_redacted_thinking_block_is_stored_and_sent_back_first_as_it_came(stri
     strict_model.raw(json.dumps(message))
     strict_model.reply("3")
     result = Assistant.get("helper").run(alice, "1 + 2?")
-    assert result.messages[1].reasoning == [redacted]
+    assert reasoning_items(result.messages[1].provider_items) == [redacted]
     sent = next(m for m in strict_model.requests[-1]["messages"] if m["role"] == "assistant")
     assert sent["content"] == [redacted, use]
     assert result.reply == "3"
+
+
+@ANTHROPIC
+def test_interleaved_thinking_goes_back_in_the_order_the_answer_had_it(strict_model, alice):
+    strict_model.call("add", {"a": 1, "b": 2}, content="Adding.").interleaved = True
+    strict_model.reply("3")
+    result = Assistant.get("lf_anthropic").run(alice, "1 + 2?")
+
+    answer = result.messages[1]
+    assert [item["type"] for item in answer.provider_items] == ["thinking", "text", "thinking", "tool_use"]
+    sent = next(m for m in strict_model.requests[-1]["messages"] if m["role"] == "assistant")["content"]
+    assert [block["type"] for block in sent] == ["thinking", "text", "thinking", "tool_use"]
+    assert [sent[0], sent[2]] == reasoning_items(answer.provider_items)  # unchanged, where they came
+    assert result.reply == "3" and not strict_model.rejected
+
+
+def say(text: str) -> str:
+    """Say it back."""
+    return text
+
+
+class Sayer(Assistant):
+    id = "lf_anthropic_sayer"
+    tools = [make_tool(say), "explode"]
+    api = "anthropic"
+    model = "claude-sonnet-4-5"
+
+
+def test_a_failed_call_is_an_error_result_and_a_result_that_reads_like_one_is_not(strict_model, alice):
+    strict_model.calls(("explode", {}), ("say", {"text": "Error: none, all fine"}))
+    strict_model.reply("Told.")
+    Assistant.get("lf_anthropic_sayer").run(alice, "Go.")
+    results = blocks(strict_model.requests[-1], "user", "tool_result")
+    assert [(block["content"].startswith("Error: "), block.get("is_error", False)) for block in results] == [
+        (True, True),  # the tool raised
+        (True, False),  # the tool succeeded, with text that starts like an error
+    ]
+    stored = Message.objects.filter(role="tool").order_by("id")
+    assert [message.is_error for message in stored] == [True, False]

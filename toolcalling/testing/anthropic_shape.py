@@ -50,11 +50,21 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
+def thinking_block(text: str) -> dict[str, Any]:
+    """A thinking block with a signature of its own."""
+    signature = f"Eq{uuid.uuid4().hex}{uuid.uuid4().hex}=="
+    return {"type": "thinking", "thinking": f"{text} ({uuid.uuid4().hex[:8]}).", "signature": signature}
+
+
 def reply_blocks(reply: Reply, *, thinking: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The content blocks of a reply, in the API's order: thinking, text, tool uses."""
+    """The content blocks of a reply, in the API's order: thinking, text, tool uses; with ``interleaved``
+    thinking, a second thinking block between the text and the tool uses, as Claude 4 models think between
+    steps."""
     blocks: list[dict[str, Any]] = [thinking] if thinking is not None else []
     if reply.content is not None:
         blocks.append({"type": "text", "text": reply.content})
+    if thinking is not None and reply.interleaved:
+        blocks.append(thinking_block("Now the tools"))
     for call in reply.tool_calls:
         try:
             arguments = json.loads(call.arguments) if call.arguments.strip() else {}

@@ -68,11 +68,13 @@ MAX_CACHE_POINTS = 4
 
 @dataclass
 class IssuedThinking:
-    """The thinking blocks the server sent, by signature (their text), and per ``tool_use`` id the signature of
-    the thinking block it came with."""
+    """The thinking blocks the server sent, by signature (their text); per ``tool_use`` id the signature of
+    the thinking block it came with; and per thinking block (its signature, or a redacted block's data) the
+    answer it came in, as the keys of its blocks in order (``block_key``)."""
 
     blocks: dict[str, str] = field(default_factory=dict)
     calls: dict[str, str] = field(default_factory=dict)
+    answers: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, signature: str, thinking: str, call_ids: list[str]) -> None:
@@ -80,6 +82,30 @@ class IssuedThinking:
             self.blocks[signature] = thinking
             for call_id in call_ids:
                 self.calls[call_id] = signature
+
+    def record(self, content: list[dict[str, Any]]) -> None:
+        """Remember an answer's content blocks: each thinking block, and the answer each came in."""
+        keys = [block_key(block) for block in content]
+        with self.lock:
+            first: str | None = None  # the thinking block the answer starts with, which a continuation must too
+            for block in content:
+                if block.get("type") == "thinking":
+                    self.blocks[str(block["signature"])] = block["thinking"]
+                    self.answers[str(block["signature"])] = keys
+                    first = first or str(block["signature"])
+                elif block.get("type") == "redacted_thinking":
+                    self.answers[str(block["data"])] = keys
+                elif block.get("type") == "tool_use" and first is not None:
+                    self.calls[str(block["id"])] = first
+
+
+def block_key(block: Mapping[str, Any]) -> tuple[str, str]:
+    """What identifies a content block of an answer: its type, and its signature, data, id or text."""
+    kind = str(block.get("type"))
+    for key in ("signature", "data", "id", "text"):
+        if isinstance(block.get(key), str):
+            return kind, block[key]
+    return kind, ""
 
 
 def validate_messages_request(
@@ -132,6 +158,8 @@ def _validate_messages(body: Mapping[str, Any], issued: IssuedThinking, errors: 
         errors.append("messages: Input should be a valid list")
         return
     thinking = thinking_enabled(body)
+    latest = max((n for n, m in enumerate(messages) if isinstance(m, Mapping) and m.get("role") == "assistant"),
+                 default=None)  # fmt: skip
     previous_calls: list[str] = []  # the tool_use ids of the assistant message just before, not answered yet
     previous_role: object = None
     for n, message in enumerate(messages):
@@ -156,6 +184,8 @@ def _validate_messages(body: Mapping[str, Any], issued: IssuedThinking, errors: 
         else:
             previous_calls = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
             _check_thinking(path, blocks, issued, thinking, errors)
+            if n == latest:
+                _check_unmodified(path, blocks, issued, errors)
         previous_role = role
     if previous_calls and messages and isinstance(messages[-1], Mapping) and messages[-1].get("role") == "assistant":
         # A final assistant message is a prefill: its tool calls cannot be answered in it.
@@ -244,8 +274,7 @@ def _check_thinking(
     for m, block in enumerate(blocks):
         if block.get("type") == "thinking":
             signature = block.get("signature")
-            if m > 0 and any(b.get("type") not in ("thinking", "redacted_thinking") for b in blocks[:m]):
-                errors.append(f"{path}.content.{m}: `thinking` blocks must come first in an assistant message")
+            # A signature covers its thinking text (Anthropic's extended thinking guide, "Thinking encryption").
             if not isinstance(signature, str) or issued.blocks.get(signature) != block.get("thinking"):
                 errors.append(f"{path}.content.{m}: Invalid `signature` in `thinking` block")
     if not thinking:
@@ -255,14 +284,36 @@ def _check_thinking(
         if needed is None:
             continue
         first = blocks[0]
+        # The API's error text as recorded in deepset-ai/haystack-core-integrations #2146 and mastra-ai/mastra
+        # #7799 (a tool-use continuation sent without the thinking block its answer began with).
         if first.get("type") not in ("thinking", "redacted_thinking"):
             errors.append(f"{path}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
                           f"`{first.get('type')}`. When `thinking` is enabled, a final `assistant` message must start "
                           "with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` "
-                          "blocks). We recommend you include thinking blocks from previous turns.")  # fmt: skip
+                          "blocks). We recommend you include thinking blocks from previous turns. To avoid this "
+                          "requirement, disable `thinking`. Please consult our documentation at "
+                          "https://docs.claude.com/en/docs/build-with-claude/extended-thinking")  # fmt: skip
         elif first.get("type") == "thinking" and first.get("signature") != needed:
             errors.append(f"{path}.content.0: Invalid `signature` in `thinking` block")
         return
+
+
+def _check_unmodified(path: str, blocks: list[Mapping[str, Any]], issued: IssuedThinking, errors: list[str]) -> None:
+    """The latest assistant message keeps its thinking blocks where the answer had them: the blocks up to each
+    one are the answer's own, in order. Recorded in anthropics/claude-code #19539 and #63203,
+    NousResearch/hermes-agent #35975 and BerriAI/litellm #23047 (blocks reordered or dropped around interleaved
+    thinking): "`thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified.
+    These blocks must remain as they were in the original response." """
+    keys = [block_key(block) for block in blocks]
+    for m, block in enumerate(blocks):
+        if block.get("type") not in ("thinking", "redacted_thinking"):
+            continue
+        answer = issued.answers.get(keys[m][1])
+        if answer is not None and keys[: m + 1] != answer[: m + 1]:
+            errors.append(f"{path}.content.{m}: `thinking` or `redacted_thinking` blocks in the latest assistant "
+                          "message cannot be modified. These blocks must remain as they were in the original "
+                          "response.")  # fmt: skip
+            return
 
 
 def _cache_points(body: Mapping[str, Any]) -> int:

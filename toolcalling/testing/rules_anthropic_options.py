@@ -172,3 +172,33 @@ def validate_output_config(config: object, errors: list[str]) -> None:
         errors.append(required("output_config.format.schema"))
     else:
         _validate_schema_root("output_config.format.schema", fmt["schema"], False, errors)
+        errors.extend(dict.fromkeys(_open_objects(fmt["schema"])))
+
+
+def _open_objects(schema: object) -> list[str]:
+    """The API's refusal of each object (sub)schema that is not closed: "For 'object' type,
+    'additionalProperties' must be explicitly set to false" (recorded in veryfront/veryfront-code #3918 and
+    ax-llm/ax #458); an explicit ``true``: "'additionalProperties: true' is not supported" (BerriAI/litellm
+    #35808). Anthropic's structured outputs guide lists ``additionalProperties`` "must be set to false"."""
+    found: list[str] = []
+    if isinstance(schema, list):
+        for item in schema:
+            found.extend(_open_objects(item))
+        return found
+    if not isinstance(schema, Mapping):
+        return found
+    if schema.get("type") == "object" or (isinstance(schema.get("type"), list) and "object" in schema["type"]):
+        closed = schema.get("additionalProperties", None)
+        if closed is None:
+            found.append("output_config.format.schema: For 'object' type, 'additionalProperties' must be explicitly "
+                         "set to false")  # fmt: skip
+        elif closed is not False:
+            found.append("output_config.format.schema: For 'object' type, 'additionalProperties: true' is not "
+                         "supported. Please set 'additionalProperties' to false")  # fmt: skip
+    for key in ("properties", "$defs", "definitions"):
+        if isinstance(schema.get(key), Mapping):
+            found.extend(_open_objects(list(schema[key].values())))
+    for key in ("items", "anyOf", "allOf", "oneOf", "prefixItems"):
+        if key in schema:
+            found.extend(_open_objects(schema[key]))
+    return found
