@@ -121,8 +121,10 @@ class Meter:
 
     def check(self, *, new_turn: bool, status: str | None = None) -> None:
         """Raise ``UsageLimitExceeded`` if a limit has no room left: for a new message every limit, before a
-        model call within a turn the ``tokens`` and ``tool_calls`` limits (the turn itself was counted)."""
-        if self.unpriced_model:
+        model call within a turn the ``tokens`` and ``tool_calls`` limits (the turn itself was counted). An
+        unpriced model is refused only while a cost limit is among ``limits``: a client's direct calls (MCP) keep
+        their ``tool_calls`` limits only, since they spend no money."""
+        if self.unpriced_model and any(limit.quantity == "cost" for limit, _key in self.limits):
             raise UnpricedModel(
                 _("This assistant's model %(model)s has no price, and a cost limit applies: its use cannot be counted.")
                 % {"model": self.unpriced_model},
