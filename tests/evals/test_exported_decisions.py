@@ -1,4 +1,4 @@
-""""Add to the eval dataset" exports only the decisions a person made: an approved call as ``approve``, a rejected
+""" "Add to the eval dataset" exports only the decisions a person made: an approved call as ``approve``, a rejected
 one as ``reject``; a call the user cancelled (or a stop withdrew) is ``cancel``, one that expired ``expire``, never
 ``approve``. Running such a case never runs the tool: the cancel and the expiry are replayed, and the order the
 demo's ``cancel_order`` would cancel is untouched while the case runs."""
@@ -107,4 +107,3 @@ def test_a_tool_is_approved_in_a_case_only_when_every_call_of_it_was(shop):
     statuses = list(conversation.tool_calls.order_by("id").values_list("status", flat=True))
     assert statuses == [ToolCall.Status.SUCCEEDED, ToolCall.Status.CANCELLED]
     assert case_from_conversation(conversation)["inputs"]["decisions"] == {"cancel_order": "cancel"}
-

@@ -31,8 +31,16 @@ def test_a_cost_limit_with_an_unpriced_model_does_not_refuse_a_direct_call(model
     assert second["isError"] is True and "limit" in second["content"][0]["text"]
     assert Conversation.objects.count() == 1  # nothing of the refused call is stored
     counted = UsageCounter.objects.get(scope="user", key=str(alice.pk), period="day")
-    assert (counted.tool_calls, counted.turns, counted.tokens, counted.cost, counted.unpriced_replies) == (1, 0, 0, 0, 0)
+    assert (counted.tool_calls, counted.turns, counted.tokens, counted.cost, counted.unpriced_replies) == (
+        1,
+        0,
+        0,
+        0,
+        0,
+    )
 
     conversation = api.post("/api/toolcalling/conversations/", {"assistant": "helper"}, format="json").json()
-    refused = api.post(f"/api/toolcalling/conversations/{conversation['id']}/messages/", {"content": "hi"}, format="json")
+    refused = api.post(
+        f"/api/toolcalling/conversations/{conversation['id']}/messages/", {"content": "hi"}, format="json"
+    )
     assert refused.status_code == 503 and refused.json()["code"] == "unpriced_model"  # a model call still is
