@@ -24,7 +24,7 @@ from django.utils.translation import pgettext
 
 from ..conf import toolcalling_settings
 from ..exceptions import UnpricedModel, UsageLimitExceeded
-from ._costs import Pricing
+from ._costs import Pricing, capped
 from ._limits import UsageLimit, parse_limits, shown, site_limits, window
 
 if TYPE_CHECKING:
@@ -58,8 +58,11 @@ class Usage:
         return Usage(*(getattr(self, name) - getattr(other, name) for name in AMOUNTS))
 
     def increments(self) -> dict[str, Any]:
-        """``F()`` increments of a counter row by the amounts that are not zero."""
-        return {column(name): F(column(name)) + getattr(self, name) for name in AMOUNTS if getattr(self, name)}
+        """``F()`` increments of a counter row by the amounts that are not zero (a cost stops at ``MAX_COST``)."""
+        found = {column(name): F(column(name)) + getattr(self, name) for name in AMOUNTS if getattr(self, name)}
+        if "cost" in found:
+            found["cost"] = capped(found["cost"])
+        return found
 
 
 AMOUNTS = ("tokens", "turns", "tool_calls", "cost", "unpriced")
