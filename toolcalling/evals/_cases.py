@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Decision = Literal["approve", "reject", "wait"]
+Decision = Literal["approve", "reject", "wait", "cancel", "expire"]
 
 
 class EvalInputs(BaseModel):
@@ -25,7 +25,9 @@ class EvalInputs(BaseModel):
     message: str | None = None
     """A single message; shorthand for ``messages: [message]``."""
     decisions: dict[str, Decision] = Field(default_factory=dict)
-    """How calls of gated tools are decided, by tool name; a gated tool not named here waits."""
+    """How calls of gated tools are decided, by tool name: ``approve`` (the call runs), ``reject``, ``cancel`` (the
+    user withdraws the waiting calls; the model is not asked until the next message), ``expire`` (the model is told
+    the request expired) or ``wait``; a gated tool not named here waits. Only ``approve`` runs the tool."""
     reject_reason: str = ""
     """The reason a rejection gives the model."""
     approver: str | None = None

@@ -16,10 +16,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connections, transaction
+from django.utils import timezone
 
 from .. import approval
 from ..assistant import Assistant
-from ..engine import continue_turn, with_retries, write_db
+from ..engine import answer_call_if, continue_turn, with_retries, write_db
 from ..exceptions import ImproperlyDefined, TurnError
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
@@ -86,8 +87,10 @@ def _run_turns(inputs: EvalInputs, assistant: Assistant, db: str) -> Transcript:
 
 
 def _decide_waiting(inputs: EvalInputs, conversation: Conversation, db: str) -> str:
-    """Approve or reject the waiting calls the case decides, run the approved ones here, as an eager worker
-    would, then continue the conversation; repeated while the model asks for more gated calls."""
+    """Decide the waiting calls as the case says, run the approved ones here, as an eager worker would, then
+    continue the conversation; repeated while the model asks for more gated calls. Only ``approve`` runs a
+    tool: ``cancel`` is the user's cancel of the waiting calls (the conversation is idle, no model asked), and
+    ``expire`` answers the call as expired, as the sweep would."""
     while True:
         conversation.refresh_from_db()
         if conversation.status != Conversation.Status.AWAITING_APPROVAL:
@@ -96,14 +99,25 @@ def _decide_waiting(inputs: EvalInputs, conversation: Conversation, db: str) -> 
         decided = [call for call in waiting if inputs.decisions.get(call.name, "wait") != "wait"]
         if not decided:
             return ""  # the case leaves them waiting: that is what it checks
+        cancelling = False
         for call in decided:
+            decision = inputs.decisions[call.name]
+            if decision == "cancel":
+                cancelling = True  # after the others: the user's cancel withdraws every call still waiting
+                continue
             decider = conversation.user if call.approver == ToolCall.Approver.USER else _approver(inputs)
             with _no_queued_tasks(db):
-                if inputs.decisions[call.name] == "approve":
+                if decision == "approve":
                     approval.approve(call, decider)
                     approval.run(call.pk)
-                else:
+                elif decision == "reject":
                     approval.reject(call, decider, inputs.reject_reason)
+                else:
+                    _expire(call)
+        if cancelling:
+            with _no_queued_tasks(db):
+                approval.cancel_waiting(conversation, conversation.user)
+            return ""
         if approval.waiting_calls().filter(conversation=conversation).exists():
             continue
         with _no_queued_tasks(db):
@@ -111,6 +125,20 @@ def _decide_waiting(inputs: EvalInputs, conversation: Conversation, db: str) -> 
         conversation.refresh_from_db()
         if conversation.status == Conversation.Status.FAILED:
             return conversation.error or "the conversation failed"
+
+
+def _expire(call: ToolCall) -> None:
+    """Answer a waiting call as expired, as ``approval.expire`` does for the calls past ``APPROVAL_TIMEOUT``:
+    that sweep takes every such call of the site, so the case answers its own call alone."""
+    who = "the user did not confirm it" if call.approver == ToolCall.Approver.USER else "no staff member decided"
+    answer_call_if(
+        call,
+        from_status=ToolCall.Status.AWAITING_APPROVAL,
+        status=ToolCall.Status.EXPIRED,
+        result=f"Not run: {who} in time, so the request expired.",
+        decided_at=timezone.now(),
+        decision_reason="Expired.",
+    )
 
 
 @contextmanager

@@ -10,9 +10,19 @@ from ..engine import write_db
 from ..models import EvalCaseResult, EvalRun
 from ._outcomes import RunSummary
 
+# The most the runs' cost columns (``Decimal(14, 6)``) hold on every database, a conversation's cost may be larger:
+# SQLite keeps a decimal as a float read back to 15 significant digits, so stay clear of the last digit.
+MAX_COST = Decimal("99999999.99")
+
+
+def storable(cost: Decimal | None) -> Decimal | None:
+    """``cost`` if a run's cost column holds it, else ``None`` (unknown): a row holding more could not be read."""
+    return cost if cost is not None and cost <= MAX_COST else None
+
 
 def store_run(summary: RunSummary, *, dataset: str = "", assistant_id: str = "", model: str = "") -> EvalRun:
-    """Save ``summary`` as an ``EvalRun`` with one ``EvalCaseResult`` per case run."""
+    """Save ``summary`` as an ``EvalRun`` with one ``EvalCaseResult`` per case run; a cost too large to store is
+    stored as unknown, as the run's total is when its cases' costs add up past what it holds."""
     costs = [Decimal(o.cost) for o in summary.outcomes if o.cost is not None]
     with transaction.atomic(using=write_db()):
         run = EvalRun.objects.create(
@@ -24,7 +34,7 @@ def store_run(summary: RunSummary, *, dataset: str = "", assistant_id: str = "",
             passed=summary.passed,
             pass_rate=summary.pass_rate,
             tokens=sum(o.tokens for o in summary.outcomes),
-            cost=sum(costs) if costs else None,
+            cost=storable(sum(costs, Decimal(0))) if costs else None,
         )
         EvalCaseResult.objects.bulk_create(
             EvalCaseResult(
@@ -35,7 +45,7 @@ def store_run(summary: RunSummary, *, dataset: str = "", assistant_id: str = "",
                 score=o.score,
                 tool_calls=o.tool_calls,
                 tokens=o.tokens,
-                cost=None if o.cost is None else Decimal(o.cost),
+                cost=None if o.cost is None else storable(Decimal(o.cost)),
                 seconds=o.seconds,
                 failures=o.failures,
                 reply=o.reply,

@@ -1,5 +1,6 @@
 """Cases made from stored conversations (the admin's "add to dataset"), as the data of a dataset file: who
-said what, how the gated calls were decided, and the tool calls that were made. Needs no pydantic-evals."""
+said what, how the gated calls were decided (only a person's approval is exported as ``approve``), and the tool
+calls that were made. Needs no pydantic-evals."""
 
 from __future__ import annotations
 
@@ -8,7 +9,23 @@ from typing import Any
 
 from ..models import Conversation, Message, ToolCall
 
-DECISIONS: dict[str, str] = {ToolCall.Status.REJECTED: "reject", ToolCall.Status.AWAITING_APPROVAL: "wait"}
+# Statuses a gated call reaches only once approved: it is ``approve`` only if a decision was recorded, too.
+APPROVED = (ToolCall.Status.APPROVED, ToolCall.Status.RUNNING, ToolCall.Status.SUCCEEDED, ToolCall.Status.FAILED)
+# What became of a call nobody approved, as a case replays it; a status not named here leaves the call waiting.
+DECISIONS: dict[str, str] = {
+    ToolCall.Status.REJECTED: "reject",
+    ToolCall.Status.CANCELLED: "cancel",  # by the user, or withdrawn by a stopped turn
+    ToolCall.Status.EXPIRED: "expire",
+    ToolCall.Status.AWAITING_APPROVAL: "wait",
+}
+
+
+def decision_of(call: ToolCall) -> str:
+    """How a gated call was decided, as a case's ``decisions`` say it: ``approve`` only for a call a person
+    approved (a decision recorded, and the call approved or run since), never for one cancelled or expired."""
+    if call.status in APPROVED and call.decided_at is not None:
+        return "approve"
+    return DECISIONS.get(call.status, "wait")
 
 
 def case_from_conversation(conversation: Conversation) -> dict[str, Any]:
@@ -18,8 +35,9 @@ def case_from_conversation(conversation: Conversation) -> dict[str, Any]:
     calls = list(conversation.tool_calls.order_by("id"))
     decisions: dict[str, str] = {}
     for call in calls:
-        if call.requires_approval:
-            decisions[call.name] = DECISIONS.get(call.status, "approve")
+        if call.requires_approval and decisions.get(call.name, "approve") == "approve":
+            # Decisions go by tool name: a tool is approved in the case only if every call of it was.
+            decisions[call.name] = decision_of(call)
     inputs: dict[str, Any] = {
         "assistant": conversation.assistant_id,
         "user": conversation.user.get_username() if conversation.user is not None else "",

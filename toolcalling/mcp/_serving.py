@@ -117,8 +117,16 @@ class ServedTools:
         return Outcome(json.dumps(data, ensure_ascii=False), data=data)
 
     def _waiting(self, call: ToolCall) -> Outcome:
-        text = gettext(
-            "This call waits for a staff member's approval and has not run yet. Its tool call id is %(id)s: "
-            'call %(tool)s with {"tool_call_id": %(id)s} later to read its outcome.'
-        ) % {"id": call.pk, "tool": STATUS_TOOL}
+        """The result of a call that waits: who decides it (stored with the wait), and how to read its outcome."""
+        if call.approver == ToolCall.Approver.USER:  # the client's own user confirms it, on the site
+            text = gettext(
+                "This call waits for you to confirm it on the site and has not run yet. Its tool call id is "
+                '%(id)s: call %(tool)s with {"tool_call_id": %(id)s} later to read its outcome.'
+            )
+        else:
+            text = gettext(
+                "This call waits for a staff member's approval and has not run yet. Its tool call id is %(id)s: "
+                'call %(tool)s with {"tool_call_id": %(id)s} later to read its outcome.'
+            )
+        text %= {"id": call.pk, "tool": STATUS_TOOL}
         return Outcome(text, data={"tool_call_id": call.pk, "tool": call.name, "status": call.status})

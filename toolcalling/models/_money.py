@@ -9,6 +9,8 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
 # Money: up to 10 digits before the point, and 10 after it (a token at 0.0001 per million tokens still counts).
+# Nothing larger than ``usage``'s ``MAX_COST`` (9,999,999,999.99) is written: a value that does not fit is refused
+# by PostgreSQL and MariaDB, and stored by SQLite, which then fails every read of its row.
 COST_DIGITS, COST_DECIMAL_PLACES = 20, 10
 UNPRICED = _("Model answers whose model has no known price: their cost is not in the cost.")
 

@@ -3,14 +3,18 @@ add their cost, unpriced ones are counted apart, so an unknown cost is never add
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
 from django.db.models import DecimalField, F, Value
-from django.db.models.functions import Coalesce
+from django.db.models.expressions import Combinable
+from django.db.models.functions import Coalesce, Least
 
-from ._prices import Price, price_for
+from ._prices import MAX_COST, Price, price_for
+
+logger = logging.getLogger("toolcalling")
 
 
 class TokenCounts(Protocol):
@@ -54,6 +58,12 @@ class Pricing:
         amount = price.cost(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
                             cached_tokens=usage.cached_tokens,
                             cache_write_tokens=getattr(usage, "cache_write_tokens", 0))  # fmt: skip
+        if amount > MAX_COST:  # no cost column could hold it: unknown, as an unpriced answer's, never stored
+            logger.error(
+                "an answer of %s costs %s %s at the price of %s, more than a cost can hold (%s): it counts as unpriced",
+                reported or self.model, amount, price.currency, price.model, MAX_COST,
+            )  # fmt: skip
+            return Cost(None, None)
         return Cost(amount, price)
 
     @property
@@ -65,14 +75,23 @@ class Pricing:
 UNPRICED = Cost(None, None)
 
 
+MONEY = DecimalField(max_digits=20, decimal_places=10)
+
+
+def capped(total: Combinable) -> Least:
+    """A total of costs as the database computes it, stopped at ``MAX_COST``: a sum of answers that each fit can
+    pass what the column holds, and a row holding more could no longer be read (SQLite)."""
+    return Least(total, Value(MAX_COST, output_field=MONEY), output_field=MONEY)
+
+
 def cost_increments(cost: Cost | None) -> dict[str, Any]:
     """The update of a conversation's ``cost`` (or its ``unpriced_replies``) for one more answer."""
     if cost is None:
         return {}
     if cost.amount is None:
         return {"unpriced_replies": F("unpriced_replies") + 1}
-    money = DecimalField(max_digits=20, decimal_places=10)
-    return {"cost": Coalesce(F("cost"), Value(Decimal(0), output_field=money)) + Value(cost.amount, output_field=money)}
+    total = Coalesce(F("cost"), Value(Decimal(0), output_field=MONEY)) + Value(cost.amount, output_field=MONEY)
+    return {"cost": capped(total)}
 
 
 def add_cost(totals: Any, cost: Cost | None) -> None:
@@ -82,4 +101,4 @@ def add_cost(totals: Any, cost: Cost | None) -> None:
     if cost.amount is None:
         totals.unpriced_replies += 1
     else:
-        totals.cost = (totals.cost or Decimal(0)) + cost.amount
+        totals.cost = min((totals.cost or Decimal(0)) + cost.amount, MAX_COST)

@@ -24,7 +24,7 @@ from django.utils.translation import pgettext
 
 from ..conf import toolcalling_settings
 from ..exceptions import UnpricedModel, UsageLimitExceeded
-from ._costs import Pricing
+from ._costs import Pricing, capped
 from ._limits import UsageLimit, parse_limits, shown, site_limits, window
 
 if TYPE_CHECKING:
@@ -58,8 +58,11 @@ class Usage:
         return Usage(*(getattr(self, name) - getattr(other, name) for name in AMOUNTS))
 
     def increments(self) -> dict[str, Any]:
-        """``F()`` increments of a counter row by the amounts that are not zero."""
-        return {column(name): F(column(name)) + getattr(self, name) for name in AMOUNTS if getattr(self, name)}
+        """``F()`` increments of a counter row by the amounts that are not zero (a cost stops at ``MAX_COST``)."""
+        found = {column(name): F(column(name)) + getattr(self, name) for name in AMOUNTS if getattr(self, name)}
+        if "cost" in found:
+            found["cost"] = capped(found["cost"])
+        return found
 
 
 AMOUNTS = ("tokens", "turns", "tool_calls", "cost", "unpriced")
@@ -121,8 +124,10 @@ class Meter:
 
     def check(self, *, new_turn: bool, status: str | None = None) -> None:
         """Raise ``UsageLimitExceeded`` if a limit has no room left: for a new message every limit, before a
-        model call within a turn the ``tokens`` and ``tool_calls`` limits (the turn itself was counted)."""
-        if self.unpriced_model:
+        model call within a turn the ``tokens`` and ``tool_calls`` limits (the turn itself was counted). An
+        unpriced model is refused only while a cost limit is among ``limits``: a client's direct calls (MCP) keep
+        their ``tool_calls`` limits only, since they spend no money."""
+        if self.unpriced_model and any(limit.quantity == "cost" for limit, _key in self.limits):
             raise UnpricedModel(
                 _("This assistant's model %(model)s has no price, and a cost limit applies: its use cannot be counted.")
                 % {"model": self.unpriced_model},

@@ -17,6 +17,11 @@ PRICE_KEYS = ("input", "cached_input", "output", "cache_write")
 REQUIRED_KEYS = ("input", "output")
 # Costs are kept to 10 decimal places of the currency: a token at 0.0001 per million is still counted.
 COST_PLACES = Decimal("1E-10")
+# The most a cost column (``Decimal(20, 10)``, models/_money.py) holds on every database: SQLite keeps a decimal
+# as a float read back to 15 significant digits, so 9,999,999,999.9999999999 would come back as 10^10, which does
+# not fit and fails every read of its row. No cost above it is written: an answer costing more is unpriced, a
+# total stops at it, and system check E007 refuses a rate above it.
+MAX_COST = Decimal("9999999999.99")
 MILLION = Decimal(1_000_000)
 DATABASE_CURRENCY = "USD"  # genai-prices' prices are in US dollars
 # The provider genai-prices prices an API's requests at when no BASE_URL is set (each SDK's own default).
@@ -79,10 +84,18 @@ def price_problems(prices: Any) -> list[str]:
         if missing:
             problems.append(f"{model!r}: {' and '.join(map(repr, missing))} must be given")
         for key in PRICE_KEYS:
-            if key in rates and _rate(rates[key]) is None:
+            if key not in rates:
+                continue
+            rate = _rate(rates[key])
+            if rate is None:
                 problems.append(
                     f"{model!r}: {key!r} must be a non-negative number per million tokens as a string or Decimal "
                     f"(never a float, which cannot hold every price exactly), not {rates[key]!r}"
+                )
+            elif rate > MAX_COST:
+                problems.append(
+                    f"{model!r}: {key!r} must be at most {MAX_COST} per million tokens (what a cost can hold), "
+                    f"not {rates[key]!r}"
                 )
     return problems
 
