@@ -139,7 +139,7 @@ def file_name(part: dict[str, Any], content: bytes) -> str:
     a name that names no file (``.``, ``..``) is refused."""
     filename = part.get("filename")
     if not isinstance(filename, str) or not filename:
-        kind = sniff(content[:16]) or part.get("mediaType")
+        kind = sniff(content) or part.get("mediaType")  # the type it is, else the type it claims
         suffix = (mimetypes.guess_extension(kind) if isinstance(kind, str) else None) or ""
         return pgettext("toolcalling unnamed file", "attachment") + suffix
     try:
