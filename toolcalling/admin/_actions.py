@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
@@ -61,7 +62,11 @@ def reject_selected(
         return TemplateResponse(
             request, f"admin/{opts.app_label}/{opts.model_name}/reject_selected_confirmation.html", context
         )
-    reason = request.POST.get("reason", "").strip()
+    try:  # the one check of a decision's reason, as the API's and the chat's declines have
+        reason = approval.validate_decision(reason=request.POST.get("reason", ""))[0]
+    except ValidationError as exc:
+        modeladmin.message_user(request, " ".join(exc.messages), messages.ERROR)
+        return None
     rejected, skipped = [], []
     for call in queryset.select_related("conversation"):
         try:

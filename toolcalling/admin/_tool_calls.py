@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.forms.fields import InvalidJSONInput
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -294,6 +294,9 @@ class ToolCallAdmin(admin.ModelAdmin):
                     self.message_user(request, text, level)
         except (AlreadyDecided, DecisionNotAllowed, InvalidArguments, TaskQueueUnavailable) as exc:
             self.message_user(request, str(exc), messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+        except ValidationError as exc:  # a reason the one check of a decision refuses: nothing was decided
+            self.message_user(request, " ".join(exc.messages), messages.ERROR)
             return HttpResponseRedirect(request.get_full_path())
         return HttpResponseRedirect(self.desk_url(request))
 

@@ -2,7 +2,8 @@
 
 Exceptions carry their HTTP status and code (``toolcalling.exceptions``); views raise them and this
 module turns them into responses. A turn's error also lists the ``messages`` the turn stored before it
-failed. Validation errors keep DRF's 400 shape; DRF's other errors (401, 403, 404, 405, 429) get the
+failed. Validation errors keep DRF's 400 shape (Django's own ``ValidationError``, which approval raises for a
+decision it refuses, gets it too); DRF's other errors (401, 403, 404, 405, 429) get the
 same ``code`` and ``status`` keys. A site's own ``EXCEPTION_HANDLER`` still handles everything else.
 """
 
@@ -12,12 +13,14 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.http import Http404
 from django.utils.translation import gettext as _
 from rest_framework import exceptions as drf
 from rest_framework import parsers
 from rest_framework.response import Response
+from rest_framework.serializers import as_serializer_error
 from rest_framework.settings import api_settings
 
 from ..exceptions import APIError, TurnError, UsageLimitExceeded
@@ -33,6 +36,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = drf.NotFound(*exc.args)
     elif isinstance(exc, PermissionDenied):
         exc = drf.PermissionDenied(*exc.args)
+    elif isinstance(exc, DjangoValidationError):  # approval's check of a decision: DRF's 400 shape, per field
+        exc = drf.ValidationError(as_serializer_error(exc))
     # DRF's settings import the dotted path (an IMPORT_STRINGS setting); its stubs also allow the string.
     site_handler = cast(Callable[[Exception, dict[str, Any]], Response | None], api_settings.EXCEPTION_HANDLER)
     response = site_handler(exc, context)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -231,11 +232,39 @@ class MessageInputSerializer(serializers.Serializer):
         return fields
 
 
+class JSONField(serializers.JSONField):
+    """DRF's ``JSONField``, with JSON nested too deeply a 400 like any other bad JSON: a form's field is parsed
+    here, not by the app's JSON parser, and DRF's field catches only ``TypeError`` and ``ValueError``."""
+
+    default_error_messages = {"too_deep": _("The JSON is nested too deeply.")}
+
+    def to_internal_value(self, data: Any) -> Any:
+        try:
+            return super().to_internal_value(data)
+        except RecursionError:
+            self.fail("too_deep")
+
+
+class ReasonField(serializers.CharField):
+    """A decision's reason, refused or taken by ``approval.validate_decision``, as on every path that decides."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", approval.REASON_MAX_LENGTH)  # for the API schema; checked below first
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        text = super().to_internal_value(data)
+        try:
+            return approval.validate_decision(reason=text)[0]
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict["reason"])
+
+
 class ApproveInputSerializer(serializers.Serializer):
-    arguments = serializers.JSONField(
+    arguments = JSONField(
         required=False, help_text="Edited arguments to run the call with; checked against the tool's signature."
     )
 
 
 class RejectInputSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    reason = ReasonField(required=False, allow_blank=True, default="")

@@ -4,6 +4,8 @@ Errors are raised, never built here: ``errors`` gives them the API's one shape."
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
@@ -24,7 +26,7 @@ from .. import approval
 from ..approval import can_approve
 from ..engine import Turn, stop_turn
 from ..exceptions import AssistantUnavailable, InvalidArguments, NothingWaiting, NotRegistered
-from ..models import Conversation, Message, ToolCall
+from ..models import Attachment, Conversation, Message, ToolCall
 from ..toolkit import assistants
 from .attachments import Uploads, message_attachments
 from .deferred import TurnResponse
@@ -172,12 +174,6 @@ class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.Generi
         if data.validated_data["background"] and (data.validated_data["attachments"] or request.FILES):
             raise ValidationError({"attachments": [_("A message with attachments cannot run in the background.")]})
         turn = turn_for(request, conversation, stream=streamed or data.validated_data["background"])
-        # after the assistant and the user's right to it are known: files are only stored for a turn that runs
-        turn.attachments = message_attachments(request, data.validated_data["attachments"], status=conversation.status)
-        if data.validated_data["background"]:
-            return start_background_turn(request, turn, content)
-        if streamed:
-            return stream_turn(request, turn, content)
 
         def answer(messages: list[Message]) -> Response:
             return Response(
@@ -199,9 +195,33 @@ class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.Generi
                 status=status.HTTP_201_CREATED,
             )
 
-        if on_turn_loop(request, turn):  # the answer rendered when the turn ends: no thread waits for the model
-            return TurnResponse(self, turn, content, answer)
-        return answer(turn.run(content))
+        # after the assistant and the user's right to it are known: files are only stored for a turn that runs
+        named = data.validated_data["attachments"]
+        turn.attachments = message_attachments(request, named, status=conversation.status)
+        with kept_only_if_taken(turn.attachments, named=named):
+            if data.validated_data["background"]:
+                return start_background_turn(request, turn, content)
+            if streamed:
+                return stream_turn(request, turn, content)
+            if on_turn_loop(request, turn):  # the answer rendered when the turn ends: no thread waits for the model
+                return TurnResponse(self, turn, content, answer)
+            return answer(turn.run(content))
+
+
+@contextmanager
+def kept_only_if_taken(attachments: Sequence[Attachment], *, named: Sequence[Any] = ()) -> Iterator[None]:
+    """A message refused before it is stored (busy, a usage limit, the queue down) keeps none of the files it
+    brought: they are deleted again (their files with them). The uploads it ``named`` by id stay their owner's
+    to send. The files are stored before the turn claims the conversation, since the claim stores the message
+    and gives it its files in one transaction; a file given to a stored message stays."""
+    try:
+        yield
+    except BaseException:
+        named_ids = {str(pk) for pk in named}
+        brought = [a.pk for a in attachments if str(a.pk) not in named_ids]
+        if brought:
+            Attachment.objects.filter(pk__in=brought, message__isnull=True).delete()
+        raise
 
 
 @csrf_exempt  # it changes nothing; a CSRF failure page would hide the 404 from API clients

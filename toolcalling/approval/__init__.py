@@ -4,7 +4,17 @@ worker exactly once, and the sweep that keeps them moving. Used by the admin, th
 Only what those callers (and the tests) use is named here; the rest stays in the private modules."""
 
 from ._arguments import tool_for, validate_arguments
-from ._decisions import approve, cancel_waiting, edit_arguments, expire, reject, waiting_calls
+from ._decisions import (
+    REASON_MAX_LENGTH,
+    approve,
+    cancel_waiting,
+    edit_arguments,
+    expire,
+    reject,
+    text_problem,
+    validate_decision,
+    waiting_calls,
+)
 from ._preview import Preview, preview
 from ._rights import APPROVE_PERMISSION, can_approve, may_decide, refusal
 from ._runs import WORKER_STOPPED, run, start_run
@@ -12,6 +22,7 @@ from ._sweeps import continue_stalled, fail_stalled, sweep
 
 __all__ = [
     "APPROVE_PERMISSION",
+    "REASON_MAX_LENGTH",
     "WORKER_STOPPED",
     "Preview",
     "approve",
@@ -28,7 +39,9 @@ __all__ = [
     "run",
     "start_run",
     "sweep",
+    "text_problem",
     "tool_for",
     "validate_arguments",
+    "validate_decision",
     "waiting_calls",
 ]

@@ -10,10 +10,12 @@ or running, the conversation's continuation asks the model again (see ``_runs``)
 from __future__ import annotations
 
 import logging
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.apps import apps
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
 from django.dispatch import Signal
@@ -24,7 +26,7 @@ from django.utils.translation import pgettext
 from .. import signals, streaming
 from ..conf import toolcalling_settings
 from ..engine import answer_call_if, describe_call, update_call_if, write_db
-from ..exceptions import AlreadyDecided, TaskQueueUnavailable
+from ..exceptions import AlreadyDecided, InvalidArguments, TaskQueueUnavailable
 from ..models import Conversation, ToolCall
 from ._arguments import edit_note, validate_arguments
 from ._rights import check_may_decide
@@ -33,6 +35,57 @@ from ._runs import continue_when_decided, enqueue_run, pending
 logger = logging.getLogger("toolcalling")
 
 WAITING = ToolCall.Status.AWAITING_APPROVAL
+REASON_MAX_LENGTH = 2000  # of a decision's reason, as the model is told it and the admin's history keeps it
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+# Validation ------------------------------------------------------------------------------------------
+
+
+def validate_decision(
+    call: ToolCall | None = None, *, reason: str | None = None, arguments: Any = None
+) -> tuple[str, dict[str, Any] | None]:
+    """The one check of a decision, whichever way it comes (the API, the AI SDK's and AG-UI's answers, the
+    admin): ``reason`` stripped, at most ``REASON_MAX_LENGTH`` characters, with no NUL and no lone surrogate
+    (neither can be stored everywhere); edited ``arguments`` as ``validate_arguments`` takes them (``call``'s).
+
+    Returns the reason and the validated arguments (``None`` when none were given); a ``ValidationError`` whose
+    ``message_dict`` names each field that is wrong, before anything is decided or stored."""
+    errors: dict[str, list[str]] = {}
+    cleaned = ""
+    if reason is not None:
+        cleaned = reason.strip()
+        problem = text_problem(cleaned)
+        if not problem and len(cleaned) > REASON_MAX_LENGTH:
+            problem = _("The reason is too long: it may have at most %(limit)d characters.") % {
+                "limit": REASON_MAX_LENGTH
+            }
+        if problem:
+            errors["reason"] = [problem]
+    validated = None
+    if arguments is not None:
+        if call is None:
+            raise TypeError("validate_decision() needs the call to check edited arguments against its tool.")
+        try:
+            validated = validate_arguments(call, arguments)
+        except InvalidArguments as exc:
+            errors["arguments"] = [str(exc)]
+    if errors:
+        raise ValidationError(errors)
+    return cleaned, validated
+
+
+def text_problem(text: str) -> str:
+    """Why ``text`` cannot be stored or sent on (``""`` when it can): a NUL, which PostgreSQL refuses in text, or
+    a lone surrogate, which no UTF-8 database, page or event stream carries. In DRF's own words."""
+    if "\x00" in text:
+        return _("Null characters are not allowed.")
+    found = _SURROGATE.search(text)
+    if found:
+        return _("Surrogate characters are not allowed: U+{code_point:X}.").format(code_point=ord(found.group()))
+    return ""
+
+
 # Arguments -------------------------------------------------------------------------------------------
 
 
@@ -106,9 +159,10 @@ def _enqueue_run_or_wait_again(call: ToolCall, user: Any) -> None:
 
 def reject(call: ToolCall, user: Any, reason: str = "") -> ToolCall:
     """Reject (for user calls: decline) a waiting call: the model is told who said no and why, and the
-    conversation goes on. ``DecisionNotAllowed`` (403) unless ``user`` may decide it."""
+    conversation goes on. ``DecisionNotAllowed`` (403) unless ``user`` may decide it; a ``ValidationError``
+    for a reason ``validate_decision`` refuses, with nothing decided."""
     check_may_decide(call, user, approving=False)
-    reason = reason.strip()
+    reason = validate_decision(call, reason=reason)[0]
     by_user = call.approver == ToolCall.Approver.USER
     # What the model reads says who refused, so it can answer the user accordingly.
     text = "Not run: the user declined this call." if by_user else "Not run: a staff member rejected this call."

@@ -13,6 +13,7 @@ from typing import Any
 
 from rest_framework.exceptions import ValidationError
 
+from .. import approval
 from ..exceptions import AGUINotInstalled
 from ..models import Conversation, Message, ToolCall
 from ..streaming import Event
@@ -37,9 +38,15 @@ def read_input(data: Any) -> Any:
     from pydantic import ValidationError as Invalid
 
     try:
-        return core().RunAgentInput.model_validate(data)
+        run = core().RunAgentInput.model_validate(data)
     except Invalid as exc:
         raise ValidationError({"input": [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]})
+    # Sent back in the run's events: an id no stream can carry (a lone surrogate) is refused before anything runs.
+    problems = [f"{key}: {problem}" for key, value in (("threadId", run.thread_id), ("runId", run.run_id))
+                if (problem := approval.text_problem(value))]  # fmt: skip
+    if problems:
+        raise ValidationError({"input": problems})
+    return run
 
 
 def answers(run: Any) -> list[Answer]:

@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import base64
 import binascii
+import mimetypes
+import os
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.core.exceptions import SuspiciousFileOperation
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.files.utils import validate_file_name
 from django.http import Http404
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 from rest_framework import serializers
 
 from .. import approval, streaming
-from ..attachments import attachment_settings, too_large_text
+from ..api.serializers import JSONField
+from ..attachments import attachment_settings, sniff, too_large_text
 from ..exceptions import AlreadyDecided, AttachmentTooLarge, UnsupportedAttachment
 from ..models import Conversation, Message, ToolCall
 
@@ -32,7 +38,7 @@ class ChatRequestSerializer(serializers.Serializer):
 
     id = serializers.CharField()
     # Read leniently (only the last message matters, and only some of its keys): any list, whatever its items.
-    messages = serializers.JSONField()
+    messages = JSONField()
     trigger = serializers.ChoiceField(choices=[SUBMIT, REGENERATE], default=SUBMIT)
     messageId = serializers.CharField(required=False, allow_null=True, allow_blank=True)  # noqa: N815 (the SDK's)
     background = serializers.BooleanField(default=False)
@@ -41,6 +47,9 @@ class ChatRequestSerializer(serializers.Serializer):
         if not isinstance(value, list):
             text = serializers.ListField.default_error_messages["not_a_list"]
             raise serializers.ValidationError(str(text).format(input_type=type(value).__name__))
+        last = value[-1] if value and isinstance(value[-1], dict) else {}
+        if last.get("parts") is not None and not isinstance(last["parts"], list):
+            raise serializers.ValidationError(_("The last message's parts must be a list."))
         return value
 
 
@@ -122,14 +131,34 @@ def decoded(part: dict[str, Any]) -> SimpleUploadedFile:
         content = base64.b64decode(data, validate=True)
     except binascii.Error:
         raise UnsupportedAttachment(_("A file's data: URL is not valid base64."))
+    return SimpleUploadedFile(file_name(part, content), content)
+
+
+def file_name(part: dict[str, Any], content: bytes) -> str:
+    """The part's ``filename`` (optional in the SDK): without one, a name from the file's type (``attachment.png``);
+    a name that names no file (``.``, ``..``) is refused."""
     filename = part.get("filename")
-    return SimpleUploadedFile(filename if isinstance(filename, str) else "", content)
+    if not isinstance(filename, str) or not filename:
+        kind = sniff(content) or part.get("mediaType")  # the type it is, else the type it claims
+        suffix = (mimetypes.guess_extension(kind) if isinstance(kind, str) else None) or ""
+        return pgettext("toolcalling unnamed file", "attachment") + suffix
+    try:
+        validate_file_name(os.path.basename(filename))
+    except SuspiciousFileOperation:
+        raise UnsupportedAttachment(
+            _("A file's name cannot be %(name)r: name the file, or leave the name out.") % {"name": filename}
+        )
+    return filename
 
 
 def apply_answers(conversation: Conversation, user: Any, answers: list[Answer]) -> list[ToolCall]:
     """Decide the calls the user confirms themselves (``approver="user"``) as ``POST tool-calls/{id}/approve/``
     and ``reject/`` would, as that user; the calls still waiting among those answered (a staff call's answer
-    from the browser decides nothing), to be asked about again."""
+    from the browser decides nothing), to be asked about again. The reasons of the declines are checked first
+    (``approval.validate_decision``, as ``reject/`` checks them): one it refuses is a 400, and nothing is decided."""
+    for answer in answers:
+        if not answer.approved:
+            answer.reason = approval.validate_decision(reason=answer.reason)[0]
     still_waiting = []
     for answer in answers:
         call = ToolCall.objects.filter(pk=_int(answer.approval_id), conversation=conversation).first()

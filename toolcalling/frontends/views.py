@@ -22,7 +22,7 @@ from ..api.errors import ErrorResponses
 from ..api.serializers import MessageInputSerializer
 from ..api.streams import EventStreamMixin, is_asgi, queue_turn, stream_turn
 from ..api.throttling import TurnRateThrottle
-from ..api.views import turn_for
+from ..api.views import kept_only_if_taken, turn_for
 from ..attachments import carried
 from . import _ag_ui as ag_ui
 from ._ai_sdk import HEADER, VERSION, UIMessageStream
@@ -83,10 +83,11 @@ class AISDKChatView(ErrorResponses, EventStreamMixin, TurnThrottled, APIView):
         if wanted.files and wanted.background:
             raise ValidationError({"attachments": [_("A message with attachments cannot run in the background.")]})
         turn.attachments = carried(request.user, [], wanted.files, status=conversation.status)
-        if wanted.background:
-            after = queue_turn(turn, content)
-            return _follow(conversation.pk, after, UIMessageStream(conversation.pk), request)
-        return _ai_sdk(stream_turn(request, turn, content, UIMessageStream(conversation.pk)))
+        with kept_only_if_taken(turn.attachments):  # a message refused (busy, a limit) keeps none of its files
+            if wanted.background:
+                after = queue_turn(turn, content)
+                return _follow(conversation.pk, after, UIMessageStream(conversation.pk), request)
+            return _ai_sdk(stream_turn(request, turn, content, UIMessageStream(conversation.pk)))
 
 
 class AISDKStreamView(ErrorResponses, EventStreamMixin, APIView):
