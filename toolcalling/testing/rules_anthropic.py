@@ -1,8 +1,20 @@
 """Strict validation of Anthropic Messages request bodies (``/v1/messages``), mirroring the API's own checks.
 
 Each rule is worded as the API words its error (``path: problem``). What the server must remember between
-requests is what it issued: the thinking blocks it sent (by signature) and which ``tool_use`` came with which
-of them, so a tool-use continuation without its thinking block, or with a changed one, is refused.
+requests is what it issued: the thinking blocks it sent (by signature), which ``tool_use`` came with which
+of them, and the answers they came in, so a tool-use continuation without its thinking block, with a changed
+one, or with its latest answer's blocks moved, is refused.
+
+Where each rule's text was observed (the API's answers quoted in public threads):
+- a ``tool_use`` not answered in the next message: "messages.N: `tool_use` ids were found without `tool_result`
+  blocks immediately after: …" (anthropics/claude-code #1237, langchain-ai/langgraph #5109);
+- a ``tool_result`` for no ``tool_use`` just before: "messages.N.content.M: unexpected `tool_use_id` found in
+  `tool_result` blocks: …" (anthropics/claude-code #13460, router-for-me/CLIProxyAPI #497);
+- more than four cache points: "A maximum of 4 blocks with cache_control may be provided. Found 5."
+  (tghamm/Anthropic.SDK #50, continuedev/continue PR #6937);
+- thinking: see ``_check_thinking`` and ``_check_unmodified``;
+- the field names and types (``KNOWN_PARAMS``, ``BLOCK_KEYS``) and the roles rule: the Messages API reference as
+  the ``anthropic`` SDK types it (``MessageCreateParams``), worded as the API words validation errors.
 """
 
 from __future__ import annotations

@@ -1,8 +1,27 @@
 """Strict validation of Responses API request bodies (``/v1/responses``), mirroring the OpenAI API's own checks.
 
 The server is stateless as the app uses it (``store: false``), so what it must remember between requests is
-only what it issued: the reasoning items it sent (with their encrypted content) and which function calls came
-with which of them. ``Issued`` holds that; the rules read it to refuse a replay the real API would refuse.
+only what it issued: the reasoning items it sent (with their encrypted content) and the ids of the items that
+came with them. ``Issued`` holds that; the rules read it to refuse a replay the real API would refuse.
+
+Where each rule's text was observed (the API's answers quoted in public threads):
+- reasoning pairing, both directions: see ``_check_pairing`` (continuedev/continue #8933, vercel/ai #7099,
+  TanStack/ai #1212, omnigent-ai/omnigent #5066, laravel/ai PR #1052);
+- a reasoning item without encrypted content under ``store: false``: "Item with id 'rs_…' not found. Items are
+  not persisted when `store` is set to false. …" (earendil-works/pi #5059, can1357/oh-my-pi #41);
+- encrypted content that is not what the server issued: "The encrypted content for item rs_… could not be
+  verified." (smallmain/vscode-unify-chat-provider #178; openai/codex #8145 for the older wording);
+- a call output with no call before it: "No tool call found for function call output with call_id …."
+  (continuedev/continue #10092, microsoft/vscode #320060); a call never answered: "No tool output found for
+  function call …." (router-for-me/CLIProxyAPI #2368, openai/codex #620);
+- sampling options on reasoning models: "Unsupported parameter: 'temperature' is not supported with this
+  model." (OpenHands/software-agent-sdk #1837, sourcebot-dev/sourcebot #454);
+- the parameter names (``KNOWN_PARAMS``), item keys and ``include`` values: the API reference's
+  ``POST /v1/responses`` body as openai-python's ``ResponseCreateParams`` types it; their refusal texts are the
+  API's shared wording (``wording.py``, taken with Chat Completions' rules);
+- ``json_object`` without the word "json" in the input: the Chat Completions rule's text ("'messages' must contain
+  the word 'json' in some form, to use 'response_format' of type 'json_object'.", ultimatejimmy/xray.koplugin
+  #33) in the Responses API's names.
 """
 
 from __future__ import annotations
