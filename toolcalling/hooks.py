@@ -2,12 +2,18 @@
 
 Hooks, and the receivers of the loop's signals, are given a ``TurnView``: what a turn is about
 (assistant, conversation, user, context) and how far it got, never the machinery that runs it.
+``ModelRequest`` (what a hook may change before it goes out) lives with ``ModelReply`` in the model APIs and is
+named here too, where hooks have always found it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from .model_apis import ModelRequest
+
+__all__ = ["EndTurn", "Hook", "ModelRequest", "TurnView"]
 
 if TYPE_CHECKING:
     from .model_apis import ModelReply
@@ -21,16 +27,6 @@ class EndTurn(Exception):  # noqa: N818 - it steers the loop, it is not an error
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-
-
-@dataclass(kw_only=True)
-class ModelRequest:
-    """What is about to be sent to the model; hooks may change ``messages``, ``tools`` and ``options``."""
-
-    model: str
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
-    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True, eq=False)

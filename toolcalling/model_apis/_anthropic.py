@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anthropic
 import httpx2
@@ -24,11 +24,8 @@ from django.utils.translation import gettext as _
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _anthropic_reading as reading
-from ._base import IS_ERROR_KEY, PROVIDER_ITEMS_KEY, DeltaCallback, Features, ModelReply
+from ._base import IS_ERROR_KEY, PROVIDER_ITEMS_KEY, DeltaCallback, Features, ModelReply, ModelRequest
 from ._posting import PostedModelAPI
-
-if TYPE_CHECKING:
-    from ..hooks import ModelRequest
 
 PATH = "/v1/messages"
 

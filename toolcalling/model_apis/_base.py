@@ -13,15 +13,12 @@ import asyncio
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from asgiref.sync import sync_to_async
 from django.utils.translation import gettext as _
 
 from ..exceptions import ModelError
-
-if TYPE_CHECKING:
-    from ..hooks import ModelRequest
 
 DeltaCallback = Callable[[str], None]
 
@@ -35,6 +32,16 @@ IS_ERROR_KEY = "is_error"
 
 # The keys of the app's own that a request's messages may carry beside Chat Completions' fields.
 SIDE_KEYS = (PROVIDER_ITEMS_KEY, IS_ERROR_KEY)
+
+
+@dataclass(kw_only=True)
+class ModelRequest:
+    """What is about to be sent to the model; hooks may change ``messages``, ``tools`` and ``options``."""
+
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx2
 import openai
@@ -20,11 +20,8 @@ from django.utils.translation import gettext as _
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _reading as read
-from ._base import DeltaCallback, Features, ModelReply, RequestedCall, invalid, without_side_keys
+from ._base import DeltaCallback, Features, ModelReply, ModelRequest, RequestedCall, invalid, without_side_keys
 from ._posting import PostedModelAPI
-
-if TYPE_CHECKING:
-    from ..hooks import ModelRequest
 
 PATH = "/chat/completions"
 

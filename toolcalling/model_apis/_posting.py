@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import abc
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import httpx2
 
 from . import _reading as read
-from ._base import DeltaCallback, ModelAPI, ModelReply
-
-if TYPE_CHECKING:
-    from ..hooks import ModelRequest
+from ._base import DeltaCallback, ModelAPI, ModelReply, ModelRequest
 
 
 class PostedModelAPI(ModelAPI):

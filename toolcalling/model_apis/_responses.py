@@ -15,7 +15,7 @@ Completions' (anything malformed is a ``ModelError`` before anything of it is st
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import openai
 from django.utils.translation import gettext as _
@@ -23,12 +23,9 @@ from django.utils.translation import gettext as _
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _reading as read
-from ._base import PROVIDER_ITEMS_KEY, DeltaCallback, Features, ModelReply, RequestedCall, invalid
+from ._base import PROVIDER_ITEMS_KEY, DeltaCallback, Features, ModelReply, ModelRequest, RequestedCall, invalid
 from ._chat_completions import request_options, sdk_errors
 from ._posting import PostedModelAPI
-
-if TYPE_CHECKING:
-    from ..hooks import ModelRequest
 
 PATH = "/responses"
 
