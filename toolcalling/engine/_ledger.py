@@ -256,7 +256,7 @@ class Ledger:
                 total_tokens=usage.total_tokens,
                 cached_tokens=usage.cached_tokens,
                 reasoning_tokens=usage.reasoning_tokens,
-                provider_items=reply.provider_items,
+                provider_items=storable_json(reply.provider_items),
                 cost=cost.amount,
                 price=cost.price.as_json() if cost.price is not None else None,
             )
