@@ -90,6 +90,22 @@ def test_a_total_above_its_parts_or_missing_is_kept_or_made_from_them(model, mod
     assert (second.usage.known, second.usage.total_tokens) == (True, 120)
 
 
+@pytest.mark.each_api
+@pytest.mark.parametrize("stream", [False, True], ids=["unstreamed", "streamed"])
+def test_parts_of_the_input_or_output_above_their_whole_are_their_whole(model, model_api, stream):
+    given, made = NAMES[model_api]
+    if model_api == "anthropic":  # the cache reads are a part of the input beside input_tokens, never above it
+        sent = {given: 100, made: 20, "output_tokens_details": {"thinking_tokens": 50}}
+    else:
+        sent = {**counts(model_api, 100, 20, 120), f"{given}_details": {"cached_tokens": 500},
+                f"{made}_details": {"reasoning_tokens": 50}}  # fmt: skip
+    model.queue(Reply(content="Hello there.", sent_usage=sent))
+    reply = get_model_api().send(ask(), on_delta=(lambda piece: None) if stream else None)
+
+    assert reply.usage.reasoning_tokens == 20
+    assert reply.usage.cached_tokens == (0 if model_api == "anthropic" else 100)
+
+
 @pytest.mark.chat_completions
 def test_a_stream_asks_for_usage_and_a_server_that_ignores_it_gives_unknown_usage(model):
     model.queue(Reply(content="Hello there.", sent_usage=SentUsage.OMITTED))

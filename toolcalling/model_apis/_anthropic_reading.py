@@ -180,12 +180,12 @@ def usage(value: Any) -> Usage:
     Unknown without ``input_tokens`` and ``output_tokens`` as counts, or with a cache count that is there
     (not ``null``) and no count."""
     if not isinstance(value, dict):
-        return Usage(known=False)
+        return read.unknown_usage()
     fresh, completion = read.count(value.get("input_tokens")), read.count(value.get("output_tokens"))
     cache = [value.get(key) for key in ("cache_read_input_tokens", "cache_creation_input_tokens")]
     reads, writes = (0 if given is None else read.count(given) for given in cache)
     if fresh is None or completion is None or reads is None or writes is None:
-        return Usage(known=False)
+        return read.unknown_usage()
     prompt = fresh + reads + writes
     if prompt + completion > 2 * read.MAX_COUNT:  # each part fits, their sum must fit the stored columns too
         raise invalid(f"the token counts in usage are out of range (more than {2 * read.MAX_COUNT} in all)")
