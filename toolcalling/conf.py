@@ -38,6 +38,9 @@ DEFAULTS: dict[str, Any] = {
     # {"gpt-4o": {"input": "2.50", "cached_input": "1.25", "output": "10.00"}} (see toolcalling.usage).
     "PRICES": {},
     "CURRENCY": "USD",  # of PRICES and of every cost; genai-prices' prices apply only in "USD"
+    # An answer whose endpoint reported no usage (or a malformed one) under a token or cost limit: "stop" (no more
+    # turns under that limit until its period resets) or "estimate" (it counts as its request's estimated tokens).
+    "UNKNOWN_USAGE": "stop",
     # Input limits of the API.
     "MAX_MESSAGE_LENGTH": 20_000,
     # Files users attach to messages (see toolcalling.attachments); a site's dict is merged over these.
@@ -81,6 +84,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "ON_LIMIT_EXCEEDED": ("raise", "return_error"),
     "TOOL_ERRORS": ("return_to_model", "raise"),
     "OUTPUT_MODE": ("json_schema", "json_object"),
+    "UNKNOWN_USAGE": ("stop", "estimate"),
 }
 
 IMPORT_STRINGS = ("HOOKS",)

@@ -58,6 +58,11 @@ MEANINGS = {
         "[costs](../guides/limits-and-costs.md#costs))"
     ),
     "CURRENCY": 'the currency of `PRICES` and of every cost (genai-prices\' prices apply in `"USD"` only)',
+    "UNKNOWN_USAGE": (
+        'what an answer whose endpoint reported no usage (or a malformed one) is under a token or cost limit: `"stop"` '
+        '(that limit has no room left until its period resets) or `"estimate"` (its request\'s estimated tokens and '
+        "their cost count); see [unknown usage](../guides/limits-and-costs.md#unknown-usage)"
+    ),
     "USAGE_LIMITS": (
         'limits across turns, e.g. `{"tokens": 200_000, "per": "user", "period": "day"}`, on every assistant '
         "(see [usage limits](../guides/limits-and-costs.md#usage-limits))"

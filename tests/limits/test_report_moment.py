@@ -45,6 +45,7 @@ def test_the_report_as_of_another_moment_shows_that_moments_periods(api, model, 
         "tool_calls": 0,
         "cost": "0.0000000000",
         "unpriced_replies": 0,
+        "unknown_usage_replies": 0,
     }
     assert then["usage"]["month"]["period_start"] == window("month", last_year)[0].isoformat()
     [limit] = then["limits"]

@@ -123,7 +123,12 @@ class UsedInPeriodSerializer(serializers.Serializer):
     cost = serializers.DecimalField(
         max_digits=20, decimal_places=10, help_text="What the priced answers cost, in the currency given."
     )
-    unpriced_replies = serializers.IntegerField(help_text="Answers whose model has no price: not in the cost.")
+    unpriced_replies = serializers.IntegerField(
+        help_text="Answers whose model has no price, or whose usage is unknown: not in the cost."
+    )
+    unknown_usage_replies = serializers.IntegerField(
+        help_text="Answers whose endpoint reported no usage, or a malformed one (counted in unpriced_replies too)."
+    )
 
 
 class UsedPeriodsSerializer(serializers.Serializer):

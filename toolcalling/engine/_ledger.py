@@ -16,23 +16,27 @@ what decides a write (the fence, the call ids already taken, the usage rows) is 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from django.db import DatabaseError, router, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from ..conf import toolcalling_settings
 from ..exceptions import TurnInterrupted
 from ..model_apis import ModelReply, Usage
 from ..models import Attachment, Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json, unique_call_ids
 from ..usage import UNPRICED, Cost, Meter, Pricing, add_cost, cost_increments
 from ..usage import Usage as Counts
+from ._memory import estimate_tokens
 from ._writes import (
     OPEN_CALL_STATUSES,
     RUNNING,
@@ -45,11 +49,30 @@ from ._writes import (
     write_db,
 )
 
+if TYPE_CHECKING:
+    from ..hooks import ModelRequest
+
 logger = logging.getLogger("toolcalling")
 
 P = ParamSpec("P")
 R = TypeVar("R")
 TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens")
+
+
+def adds_to_totals(usage: Usage) -> bool:
+    """Whether an answer's usage adds to its conversation's totals: tokens, or usage that is unknown (which adds
+    an unpriced answer, never a cost of 0)."""
+    return bool(usage.total_tokens) or not usage.known
+
+
+def estimated_usage(reply: ModelReply, request: ModelRequest) -> Usage:
+    """What an answer whose usage is unknown is taken to have used: its request (the messages and the offered
+    tools) and what it wrote, a token per four characters of their JSON, as history budgets count. Reasoning the
+    endpoint did not report is not in it: a floor, not a bound."""
+    prompt = estimate_tokens(request.messages) + len(json.dumps(request.tools, ensure_ascii=False)) // 4
+    written = (reply.content or "") + "".join(call.arguments for call in reply.tool_calls)
+    completion = len(written) // 4 + 1
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
 
 
 def retried(method: Callable[Concatenate[Ledger, P], R]) -> Callable[Concatenate[Ledger, P], R]:
@@ -126,7 +149,7 @@ class Ledger:
         write that cannot succeed (a number out of range) does not keep the turn from ending.
         """
         values: dict[str, Any] = {"updated_at": timezone.now()}
-        if usage is not None and usage.total_tokens:
+        if usage is not None and adds_to_totals(usage):
             values.update({name: F(name) + getattr(usage, name) for name in TOKENS})
             values.update(cost_increments(cost))
         if ending is not None:
@@ -157,7 +180,7 @@ class Ledger:
         if usage is not None:
             for name in TOKENS:
                 setattr(conv, name, getattr(conv, name) + getattr(usage, name))
-            if usage.total_tokens:
+            if adds_to_totals(usage):
                 add_cost(conv, cost)
         if ending is not None:
             conv.status, conv.error, conv.turn_token, self.ended = ending, error, None, ending
@@ -182,7 +205,7 @@ class Ledger:
         assert opening is not None
         names = ("status", "error", "turn_token", "cost", "unpriced_replies", *TOKENS)
         before = {name: getattr(conv, name) for name in names}
-        if usage is not None and usage.total_tokens:
+        if usage is not None and adds_to_totals(usage):
             for name in TOKENS:
                 setattr(conv, name, getattr(conv, name) + getattr(usage, name))
             add_cost(conv, cost)
@@ -259,6 +282,7 @@ class Ledger:
                 provider_items=storable_json(reply.provider_items),
                 cost=cost.amount,
                 price=cost.price.as_json() if cost.price is not None else None,
+                usage_unknown=not usage.known,
             )
             message.save()
             calls: list[ToolCall] = []
@@ -307,8 +331,30 @@ class Ledger:
             pass
 
     def cost(self, reply: ModelReply) -> Cost:
-        """What ``reply`` cost at the turn's prices."""
-        return self.pricing.cost(reply.model, reply.usage) if self.pricing is not None else UNPRICED
+        """What ``reply`` cost at the turn's prices: unknown (unpriced, never 0) when its usage is."""
+        if self.pricing is None or not reply.usage.known:
+            return UNPRICED
+        return self.pricing.cost(reply.model, reply.usage)
+
+    def count_reply(self, reply: ModelReply, request: ModelRequest) -> None:
+        """Count what the answer to ``request`` used in the turn's meter (stored with the turn's next write): its
+        tokens, calls and cost. An answer of unknown usage counts as unknown and unpriced, and as no tokens and
+        no money (``UNKNOWN_USAGE = "stop"``: a token or cost limit then has no room left in its period) or as
+        its estimated tokens and what they cost (``"estimate"``)."""
+        if self.meter is None:
+            return
+        calls = len(reply.tool_calls)
+        if reply.usage.known:
+            self.meter.add(tokens=reply.usage.total_tokens, tool_calls=calls, cost=self.cost(reply).amount)
+            return
+        # "stop": nothing, and its token and cost limits have no room left (``Meter.check``).
+        tokens: int = 0
+        cost: Decimal | None = Decimal(0)
+        if toolcalling_settings.UNKNOWN_USAGE == "estimate":
+            guess = estimated_usage(reply, request)
+            tokens = guess.total_tokens
+            cost = self.pricing.cost(reply.model, guess).amount if self.pricing is not None else None
+        self.meter.add(tokens=tokens, tool_calls=calls, cost=cost, unknown=True)
 
     @retried
     def wait_for_approval(self, call: ToolCall) -> None:

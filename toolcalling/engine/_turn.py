@@ -231,8 +231,7 @@ class Turn(TurnClaim, TurnEnding):
             else:
                 reply = self.client.send(request, on_delta=on_delta)
             # What it used counts whatever comes next, and is stored with the next write.
-            self.meter.add(tokens=reply.usage.total_tokens, tool_calls=len(reply.tool_calls),
-                           cost=self.ledger.cost(reply).amount)  # fmt: skip
+            self.ledger.count_reply(reply, request)
             observe(reply)
         self.view.model_calls += 1
         for hook in reversed(self.hooks):

@@ -180,13 +180,16 @@ def _call(block: dict[str, Any], where: str) -> RequestedCall:
 
 
 def usage(value: Any) -> Usage:
-    """The Messages API's usage: the input is its three parts together, the cache reads are ``cached_tokens``."""
+    """The Messages API's usage: the input is its three parts together, the cache reads are ``cached_tokens``.
+    Unknown without ``input_tokens`` and ``output_tokens`` as counts, or with a cache count that is there
+    (not ``null``) and no count."""
     if not isinstance(value, dict):
-        return Usage()
-    fresh, reads, writes, completion = (
-        read.count(value.get(key))
-        for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
-    )
+        return read.unknown_usage()
+    fresh, completion = read.count(value.get("input_tokens")), read.count(value.get("output_tokens"))
+    cache = [value.get(key) for key in ("cache_read_input_tokens", "cache_creation_input_tokens")]
+    reads, writes = (0 if given is None else read.count(given) for given in cache)
+    if fresh is None or completion is None or reads is None or writes is None:
+        return read.unknown_usage()
     prompt = fresh + reads + writes
     if prompt + completion > 2 * read.MAX_COUNT:  # each part fits, their sum must fit the stored columns too
         raise invalid(f"the token counts in usage are out of range (more than {2 * read.MAX_COUNT} in all)")
@@ -196,5 +199,5 @@ def usage(value: Any) -> Usage:
         total_tokens=prompt + completion,
         cached_tokens=reads,
         cache_write_tokens=writes,
-        reasoning_tokens=read.detail(value, "output_tokens_details", "thinking_tokens"),
+        reasoning_tokens=min(read.detail(value, "output_tokens_details", "thinking_tokens"), completion),
     )

@@ -59,7 +59,11 @@ class Usage:
 
     ``cached_tokens`` are the part of the input the provider read from its prompt cache, ``cache_write_tokens``
     the part it wrote to it (Anthropic bills those above the input rate), ``reasoning_tokens`` the part of the
-    output spent on reasoning (all already counted in the input and output)."""
+    output spent on reasoning (all already counted in the input and output).
+
+    ``known`` is ``False`` when the endpoint reported no usage, or one that is no usage (a count missing,
+    ``null``, negative, a float or a string): the counts are then zero and mean nothing, and the answer's
+    cost is unknown, never 0."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -67,6 +71,7 @@ class Usage:
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     cache_write_tokens: int = 0
+    known: bool = True
 
 
 @dataclass(kw_only=True)

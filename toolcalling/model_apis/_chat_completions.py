@@ -152,7 +152,7 @@ class StreamAssembler:
     arriving in pieces. ``finish()`` refuses a stream that never carried a choice."""
 
     def __init__(self, requested_model: str, on_delta: DeltaCallback) -> None:
-        self.reply = ModelReply(content=None, model=requested_model)
+        self.reply = ModelReply(content=None, model=requested_model, usage=read.unknown_usage())
         self.on_delta = on_delta
         self.text: list[str] = []
         self.refusal: list[str] = []

@@ -37,11 +37,12 @@ def arguments(value: Any) -> str:
 MAX_COUNT = (2**31 - 1) // 2
 
 
-def count(value: Any, *, total: bool = False) -> int:
-    """A token count as the usage object gives it; anything that is not a count is none, an absurd one refused
-    (``total``: a sum of two counts, which may be twice as large)."""
+def count(value: Any, *, total: bool = False) -> int | None:
+    """A token count as the usage object gives it; ``None`` for anything that is no count (missing, ``null``,
+    negative, a float, a string, a boolean), an absurd one refused (``total``: a sum of two counts, which may be
+    twice as large)."""
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        return 0
+        return None
     limit = 2 * MAX_COUNT if total else MAX_COUNT
     if value > limit:
         raise invalid(f"a token count in usage is out of range (more than {limit})")
@@ -49,24 +50,35 @@ def count(value: Any, *, total: bool = False) -> int:
 
 
 def detail(usage: dict[str, Any], group: str, key: str) -> int:
-    """A count inside one of usage's ``*_details`` objects (absent on many servers, or ``null``)."""
+    """A count inside one of usage's ``*_details`` objects (absent on many servers, or ``null``): what is not a
+    count there is none (they are parts of the input or output, which are priced as the whole is)."""
     details = usage.get(group)
-    return count(details.get(key)) if isinstance(details, dict) else 0
+    return (count(details.get(key)) or 0) if isinstance(details, dict) else 0
+
+
+def unknown_usage() -> Usage:
+    """The usage of an answer until its usage is read (a stream carries it last, if it carries it at all)."""
+    return Usage(known=False)
 
 
 def usage(value: Any, input_key: str, output_key: str) -> Usage:
     """The usage object of an OpenAI API: input and output under the names given (``prompt_tokens`` /
-    ``completion_tokens``, ``input_tokens`` / ``output_tokens``), each with its ``*_details`` beside it."""
+    ``completion_tokens``, ``input_tokens`` / ``output_tokens``), each with its ``*_details`` beside it.
+
+    Without both counts (usage missing, ``null``, or a count that is none: see ``count``) it is unknown. A total
+    missing, malformed or below its parts is their sum (a total above them is the endpoint's to say)."""
     if not isinstance(value, dict):
-        return Usage()
+        return unknown_usage()
     prompt, completion = count(value.get(input_key)), count(value.get(output_key))
-    total = count(value.get("total_tokens"), total=True)
+    if prompt is None or completion is None:
+        return unknown_usage()
+    total = count(value.get("total_tokens"), total=True) or 0
     return Usage(
         prompt_tokens=prompt,
         completion_tokens=completion,
-        total_tokens=total or prompt + completion,
-        cached_tokens=detail(value, f"{input_key}_details", "cached_tokens"),
-        reasoning_tokens=detail(value, f"{output_key}_details", "reasoning_tokens"),
+        total_tokens=max(total, prompt + completion),
+        cached_tokens=min(detail(value, f"{input_key}_details", "cached_tokens"), prompt),
+        reasoning_tokens=min(detail(value, f"{output_key}_details", "reasoning_tokens"), completion),
     )
 
 

@@ -212,6 +212,14 @@ class Message(models.Model):
             "so a later price change never rewrites its cost."
         ),
     )
+    usage_unknown = models.BooleanField(
+        default=False,
+        verbose_name=pgettext_lazy("toolcalling model", "usage unknown"),
+        help_text=_(
+            "On model answers: the endpoint reported no usage, or a malformed one; the token counts are then 0 "
+            "and mean nothing, and the cost is unknown (empty), never 0."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=pgettext_lazy("toolcalling model", "created at"))
 
     class Meta:

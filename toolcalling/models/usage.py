@@ -63,6 +63,14 @@ class UsageCounter(models.Model):
     unpriced_replies = models.PositiveBigIntegerField(
         default=0, verbose_name=pgettext_lazy("toolcalling model", "unpriced answers"), help_text=UNPRICED
     )
+    unknown_usage = models.PositiveBigIntegerField(
+        default=0,
+        verbose_name=pgettext_lazy("toolcalling model", "answers of unknown usage"),
+        help_text=_(
+            "Model answers whose endpoint reported no usage or a malformed one (counted in unpriced answers too): "
+            'under UNKNOWN_USAGE = "stop" a token or cost limit of this period has no room while there are any.'
+        ),
+    )
     updated_at = models.DateTimeField(
         null=True, blank=True, verbose_name=pgettext_lazy("toolcalling model", "updated at")
     )

@@ -12,7 +12,7 @@ from .replay import ReplayModel
 from .rules import validate_chat_request
 from .rules_anthropic import validate_messages_request
 from .rules_responses import validate_responses_request
-from .scripted import RejectedRequest, Reply, ScriptedModel, ToolCall, Usage, estimate_usage
+from .scripted import RejectedRequest, Reply, ScriptedModel, SentUsage, ToolCall, Usage, estimate_usage
 from .server import OpenAICompatibleServer
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "Reply",
     "Responder",
     "ScriptedModel",
+    "SentUsage",
     "ToolCall",
     "Usage",
     "estimate_usage",

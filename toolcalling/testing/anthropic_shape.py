@@ -93,15 +93,18 @@ def message_object(
     }
 
 
-def message_events(message: dict[str, Any]) -> Iterator[bytes]:
-    """The server-sent events of a streamed message, from ``message_start`` to ``message_stop``."""
+def message_events(message: dict[str, Any], *, given_usage: bool = False) -> Iterator[bytes]:
+    """The server-sent events of a streamed message, from ``message_start`` to ``message_stop``; ``given_usage``:
+    the message's usage (or its absence) goes as it is in ``message_start`` and ``message_delta``."""
 
     def event(kind: str, **fields: Any) -> bytes:
         payload = {"type": kind, **fields}
         return f"event: {kind}\ndata: ".encode() + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
 
-    usage = message["usage"]
-    started = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    usage: dict[str, Any] = message.get("usage") or {}
+    started = {**message, "content": [], "stop_reason": None}
+    if not given_usage:
+        started["usage"] = {**usage, "output_tokens": 1}
     yield event("message_start", message=started)
     yield event("ping")
     for index, block in enumerate(message["content"]):
@@ -128,7 +131,12 @@ def message_events(message: dict[str, Any]) -> Iterator[bytes]:
             yield event("content_block_start", index=index, content_block=block)
         yield event("content_block_stop", index=index)
     delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
-    yield event("message_delta", delta=delta, usage={"output_tokens": usage["output_tokens"]})
+    if not given_usage:
+        yield event("message_delta", delta=delta, usage={"output_tokens": usage["output_tokens"]})
+    elif "usage" in message:
+        yield event("message_delta", delta=delta, usage=message["usage"])
+    else:
+        yield event("message_delta", delta=delta)
     yield event("message_stop")
 
 

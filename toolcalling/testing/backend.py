@@ -22,7 +22,7 @@ from .responses_shape import output_items, response_events, response_object
 from .rules import validate_chat_request
 from .rules_anthropic import IssuedThinking, thinking_enabled, validate_messages_request
 from .rules_responses import Issued, is_reasoning_model, validate_responses_request
-from .scripted import Reply, estimate_usage
+from .scripted import Reply, SentUsage, estimate_usage
 
 __all__ = ["ChatBackend", "Responder", "HandlerResult", "split_text"]
 
@@ -91,6 +91,18 @@ def _error(status: int, message: str, kind: str = "invalid_request_error", code:
 
 def _anthropic_error(status: int, message: str, kind: str = "", code: str | None = None) -> HandlerResult:
     return status, dict(JSON_HEADERS), _dumps(anthropic_shape.error_body(status, message))
+
+
+def send_usage(answer: dict[str, Any], reply: Reply) -> bool:
+    """Put the usage a reply gives (``Reply.sent_usage``) in place of the server's counts in ``answer``, or take
+    usage out of it; whether it gave one."""
+    if reply.sent_usage is SentUsage.COUNTED:
+        return False
+    if reply.sent_usage is SentUsage.OMITTED:
+        answer.pop("usage", None)
+    else:
+        answer["usage"] = reply.sent_usage
+    return True
 
 
 class Answered(Exception):  # noqa: N818 - it carries an answer, it is not an error
@@ -218,6 +230,7 @@ class ChatBackend:
         output = output_items(reply, reasoning=reasoning)
         self.issued.record(output)
         response = response_object(body, reply, output, self.usage(body, reply))
+        send_usage(response, reply)
         if body.get("stream") is True:
             return 200, {**SSE_HEADERS, **reply.headers}, response_events(response)
         return 200, {**JSON_HEADERS, **reply.headers}, _dumps(response)
@@ -256,8 +269,9 @@ class ChatBackend:
         blocks = anthropic_shape.reply_blocks(reply, thinking=thinking)
         self.thinking.record(blocks)
         message = anthropic_shape.message_object(body, reply, blocks, usage)
+        sent = send_usage(message, reply)
         if body.get("stream") is True:
-            return 200, {**SSE_HEADERS, **reply.headers}, anthropic_shape.message_events(message)
+            return 200, {**SSE_HEADERS, **reply.headers}, anthropic_shape.message_events(message, given_usage=sent)
         return 200, {**JSON_HEADERS, **reply.headers}, _dumps(message)
 
     def _chat(self, raw: bytes) -> HandlerResult:
@@ -284,13 +298,15 @@ class ChatBackend:
         headers = {**JSON_HEADERS, **reply.headers}
         if body.get("stream") is True:
             options = body.get("stream_options") or {}
+            sent = usage_json if reply.sent_usage is SentUsage.COUNTED else reply.sent_usage
             chunks = self._stream(
                 reply,
                 completion_id=completion_id,
                 created=created,
                 model=reply.model or body["model"],
                 finish_reason=finish_reason,
-                usage=usage_json if options.get("include_usage") else None,
+                usage=sent,
+                include_usage=bool(options.get("include_usage")) and sent is not SentUsage.OMITTED,
             )
             return 200, {**SSE_HEADERS, **reply.headers}, chunks
 
@@ -315,6 +331,7 @@ class ChatBackend:
             "service_tier": "default",
             "system_fingerprint": None,
         }
+        send_usage(completion, reply)
         return 200, headers, _dumps(completion)
 
     @staticmethod
@@ -325,10 +342,10 @@ class ChatBackend:
         created: int,
         model: str,
         finish_reason: str,
-        usage: dict[str, Any] | None,
+        usage: Any,
+        include_usage: bool,
     ) -> Iterator[bytes]:
         """Yield SSE events shaped like the API's ``chat.completion.chunk`` stream."""
-        include_usage = usage is not None
 
         def chunk(delta: dict[str, Any] | None, finish: str | None = None) -> bytes:
             payload: dict[str, Any] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import itertools
 import json
 import threading
@@ -18,6 +19,7 @@ __all__ = [
     "Usage",
     "RejectedRequest",
     "ScriptedModel",
+    "SentUsage",
     "estimate_usage",
     "default_error_message",
 ]
@@ -72,6 +74,15 @@ class Usage:
         raise TypeError(f"usage must be a Usage, a mapping or a (prompt, completion) tuple, not {value!r}")
 
 
+class SentUsage(enum.Enum):
+    """What ``Reply.sent_usage`` may be besides a usage object sent as it is."""
+
+    COUNTED = "counted"
+    """The server's own counts (the default)."""
+    OMITTED = "omitted"
+    """No usage at all: a server that does not count, or ignores ``stream_options.include_usage``."""
+
+
 @dataclass
 class ToolCall:
     """One function call in a reply; ``arguments`` is the raw JSON text the model emits."""
@@ -107,6 +118,9 @@ class Reply:
     interleaved: bool = False
     """On a reasoning request, a second reasoning item (Responses) or thinking block (Anthropic) between the text
     and the tool calls, as models that think between steps answer."""
+    sent_usage: Any = SentUsage.COUNTED
+    """The usage object the answer carries, sent as it is (``None``: ``null``), for servers that count wrongly:
+    in the API's own shape (Anthropic's names on Anthropic); ``SentUsage.OMITTED``: none at all."""
 
     @property
     def is_error(self) -> bool:

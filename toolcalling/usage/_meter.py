@@ -46,10 +46,12 @@ class Usage:
     cost: Decimal = Decimal(0)
     """What the priced answers cost (in ``CURRENCY``)."""
     unpriced: int = 0
-    """Answers whose model has no price: their cost is unknown, never zero."""
+    """Answers whose model has no price, or whose usage is unknown: their cost is unknown, never zero."""
+    unknown: int = 0
+    """Answers whose endpoint reported no usage or a malformed one (see ``UNKNOWN_USAGE``)."""
 
     def __bool__(self) -> bool:
-        return bool(self.tokens or self.turns or self.tool_calls or self.cost or self.unpriced)
+        return bool(self.tokens or self.turns or self.tool_calls or self.cost or self.unpriced or self.unknown)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(*(getattr(self, name) + getattr(other, name) for name in AMOUNTS))
@@ -65,8 +67,11 @@ class Usage:
         return found
 
 
-AMOUNTS = ("tokens", "turns", "tool_calls", "cost", "unpriced")
-COLUMNS = {"unpriced": "unpriced_replies"}  # amounts whose counter column has another name
+AMOUNTS = ("tokens", "turns", "tool_calls", "cost", "unpriced", "unknown")
+COLUMNS = {"unpriced": "unpriced_replies", "unknown": "unknown_usage"}  # amounts whose column has another name
+# The quantities an answer of unknown usage leaves unknown: a limit of them cannot be checked while one is counted
+# in its period, under UNKNOWN_USAGE = "stop".
+UNKNOWN_QUANTITIES = ("tokens", "cost")
 
 
 def column(amount: str) -> str:
@@ -141,22 +146,32 @@ class Meter:
         used = read_counters(rows)
         over = []
         for (limit, _key), row in zip(limits, rows, strict=True):
-            amount = used.get(row, {}).get(limit.quantity, 0)
-            if amount >= limit.maximum:
-                over.append((window(limit.period, now)[1], limit, amount))
+            amounts = used.get(row, {})
+            amount, blind = amounts.get(limit.quantity, 0), room_unknown(limit, amounts)
+            if amount >= limit.maximum or blind:
+                over.append((window(limit.period, now)[1], limit, amount, blind))
         if over:
             # The one that lasts longest: retrying before it resets cannot succeed.
-            end, limit, amount = max(over, key=lambda item: item[0])
-            raise exceeded(limit, amount, end, now, status=status)
+            end, limit, amount, blind = max(over, key=lambda item: item[0])
+            raise exceeded(limit, amount, end, now, status=status, unknown=blind)
 
     # After a model call -----------------------------------------------------------------------------
 
-    def add(self, *, tokens: int = 0, turns: int = 0, tool_calls: int = 0, cost: Decimal | None = Decimal(0)) -> None:
+    def add(
+        self,
+        *,
+        tokens: int = 0,
+        turns: int = 0,
+        tool_calls: int = 0,
+        cost: Decimal | None = Decimal(0),
+        unknown: bool = False,
+    ) -> None:
         """Count usage now; the turn's next write stores it in its own transaction (see ``pending``): no commit
         of its own, and a check before the next model call comes after that write. ``cost=None``: an answer
-        with tokens whose model has no price."""
-        unpriced = int(cost is None and tokens > 0)
-        self.pending += Usage(tokens, turns, tool_calls, cost or Decimal(0), unpriced)
+        with tokens whose model has no price. ``unknown``: an answer whose usage the endpoint did not report
+        (``tokens`` and ``cost`` are then what ``UNKNOWN_USAGE`` makes of it), unpriced whatever its cost."""
+        unpriced = int((cost is None and tokens > 0) or unknown)
+        self.pending += Usage(tokens, turns, tool_calls, cost or Decimal(0), unpriced, int(unknown))
 
     def stored(self, counts: Usage) -> None:
         """``counts`` of ``pending`` were added to the rows of ``row_ids`` by the caller's write."""
@@ -212,14 +227,15 @@ class Meter:
         than its room. Generic over the amount, so a limit counted in money works the same."""
         over = []
         for limit, key in self.limits:
-            row = Counted(limit.scope, key, limit.period).row(now)
-            used = found.get(row, {}).get(limit.quantity, 0)
-            if used >= limit.maximum or used + getattr(counts, limit.quantity) > limit.maximum:
-                over.append((window(limit.period, now)[1], limit, used))
+            amounts = found.get(Counted(limit.scope, key, limit.period).row(now), {})
+            used = amounts.get(limit.quantity, 0)
+            blind = room_unknown(limit, amounts)
+            if used >= limit.maximum or used + getattr(counts, limit.quantity) > limit.maximum or blind:
+                over.append((window(limit.period, now)[1], limit, used, blind))
         if over:
             # The one that lasts longest: retrying before it resets cannot succeed.
-            end, limit, used = max(over, key=lambda item: item[0])
-            raise exceeded(limit, used, end, now, status=status)
+            end, limit, used, blind = max(over, key=lambda item: item[0])
+            raise exceeded(limit, used, end, now, status=status, unknown=blind)
 
     def prepare(self) -> None:
         """Make the rows the turn counts in, if this process has not seen them yet, before the turn's first
@@ -250,6 +266,16 @@ class Meter:
                 if tuple(row) in rows:
                     known[tuple(row)] = pk
         return [known[row] for row in rows]
+
+
+def room_unknown(limit: UsageLimit, amounts: dict[str, Any]) -> bool:
+    """Whether ``limit`` cannot be checked against its counter's ``amounts``: under ``UNKNOWN_USAGE = "stop"``, a
+    limit of tokens or money whose period counted an answer of unknown usage (what it used may be all the room)."""
+    return (
+        toolcalling_settings.UNKNOWN_USAGE == "stop"
+        and limit.quantity in UNKNOWN_QUANTITIES
+        and bool(amounts.get("unknown"))
+    )
 
 
 def scope_key(limit: UsageLimit, ctx: ToolContext, assistant_id: str) -> str | None:
@@ -313,10 +339,17 @@ def read_counters(rows: list[tuple[str, str, str, datetime.datetime]]) -> dict[t
 
 
 def exceeded(
-    limit: UsageLimit, used: int, end: datetime.datetime, now: datetime.datetime, *, status: str | None = None
+    limit: UsageLimit,
+    used: int,
+    end: datetime.datetime,
+    now: datetime.datetime,
+    *,
+    status: str | None = None,
+    unknown: bool = False,
 ) -> UsageLimitExceeded:
     """The error for a limit with no room left, worded for the user, with when it resets (``status``: the
-    conversation's, for the error body, when no turn started)."""
+    conversation's, for the error body, when no turn started; ``unknown``: its room is unknown, see
+    ``room_unknown``)."""
     words = {
         "tokens": pgettext("toolcalling usage", "tokens"),
         "turns": pgettext("toolcalling usage", "messages"),
@@ -343,7 +376,12 @@ def exceeded(
         "site": _("This site has reached its limit of %(maximum)s %(quantity)s per %(period)s. It resets in %(wait)s."),
     }
     other = _("The limit of %(maximum)s %(quantity)s per %(period)s for %(scope)s is reached. It resets in %(wait)s.")
-    detail = sentences.get(limit.scope if isinstance(limit.per, str) else "", other) % values
+    blind = _(
+        "The model endpoint did not report what an earlier answer used, so the limit of %(maximum)s %(quantity)s "
+        "per %(period)s cannot be checked. It resets in %(wait)s."
+    )
+    sentence = blind if unknown else sentences.get(limit.scope if isinstance(limit.per, str) else "", other)
+    detail = sentence % values
     described = {**limit.describe(), "used": shown(used), "resets_at": end.isoformat()}
     wait = max(1, math.ceil((end - now).total_seconds()))
     return UsageLimitExceeded(detail, status=status, wait=wait, limit=described)

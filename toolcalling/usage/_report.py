@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from ..conf import toolcalling_settings
 from ._limits import UsageLimit, shown, window
-from ._meter import Counted, Meter, counter_model, read_counters
+from ._meter import Counted, Meter, counter_model, read_counters, room_unknown
 from ._prices import COST_PLACES
 
 if TYPE_CHECKING:
@@ -43,19 +43,23 @@ def report(user: Any, assistants: Iterable[AssistantLike], now: datetime.datetim
         usage[period] = {
             **_period(period, now),
             **{quantity: counters.get(quantity, 0) for quantity in ("tokens", "turns", "tool_calls")},
-            # A decimal string, as on messages; answers whose model has no price are counted beside it.
+            # A decimal string, as on messages; answers whose model has no price are counted beside it, and so
+            # are answers whose usage is unknown (among them, the ones counted apart too).
             "cost": money(counters.get("cost")),
             "unpriced_replies": counters.get("unpriced", 0),
+            "unknown_usage_replies": counters.get("unknown", 0),
         }
     limits = []
     for (limit, key), assistant_ids in applying.items():
         zero = Decimal(0) if limit.quantity == "cost" else 0  # a cost shows as a decimal string, also when 0
-        amount = used.get(rows[(limit, key)], {}).get(limit.quantity, zero)
+        counters = used.get(rows[(limit, key)], {})
+        amount = counters.get(limit.quantity, zero)
+        blind = room_unknown(limit, counters)  # no room while what an answer used is unknown
         limits.append({
             **limit.describe(),
             "used": shown(amount),
-            "remaining": shown(max(zero, limit.maximum - amount)),
-            "exceeded": amount >= limit.maximum,
+            "remaining": shown(zero if blind else max(zero, limit.maximum - amount)),
+            "exceeded": blind or amount >= limit.maximum,
             **_period(limit.period, now),
             "assistants": assistant_ids,
         })  # fmt: skip
