@@ -43,7 +43,7 @@ SERVER_XFAIL: dict[str, str] = {
         "This model does not support effort level 'xhigh'. Supported levels: high, low, max, medium."
     ),
     "anthropic/first_message_from_the_assistant": (
-        "rules_anthropic refuses a first message from the assistant ('messages: first message must use the \"user\" "
+        'rules_anthropic refuses a first message from the assistant (\'messages: first message must use the "user" '
         "role'); claude-sonnet-4-5 accepted the conversation and answered it."
     ),
     "responses/reasoning_without_its_following_item_refused": (
