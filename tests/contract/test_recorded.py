@@ -56,6 +56,11 @@ SERVER_XFAIL: dict[str, str] = {
     ),
 }
 ADAPTER_XFAIL: dict[str, str] = {
+    "chat_completions/vllm_streamed_call_repeats_its_name_without_id": (
+        "_chat_completions.StreamAssembler appends every name piece, so vLLM's name repeated in each delta is read as "
+        "'get_current_weatherget_current_weatherget_current_weather'; a piece that repeats the whole name so far "
+        "must not be appended (servers that split a name into pieces still need them joined)."
+    ),
     "chat_completions/openrouter_error_chunk_mid_stream": (
         "_chat_completions._raise_error_body raises only when a chunk has no choices; OpenRouter's error chunk "
         "carries a choice with empty content, so the stream is refused as 'neither text nor tool calls' instead of "
