@@ -124,7 +124,7 @@ NO_INSTRUCTIONS_PREFIXES: tuple[str, ...] = ("o1-mini",)
 
 
 def _validate_reasoning_sampling(model: object, body: Mapping[str, Any], errors: list[str]) -> None:
-    """A reasoning model takes only the default temperature (1), and no top_p.
+    """A reasoning model takes only the default temperature (1), no top_p, and max_completion_tokens, not max_tokens.
 
     Chat Completions words a temperature other than 1 as an unsupported *value* (recorded for o1-mini in
     https://github.com/leafo/lua-openai/issues/12, for o3 in pal-mcp-server#78), where the Responses API says
@@ -139,6 +139,11 @@ def _validate_reasoning_sampling(model: object, body: Mapping[str, Any], errors:
                       "Only the default (1) value is supported.")  # fmt: skip
     if body.get("top_p") is not None:
         errors.append("Unsupported parameter: 'top_p' is not supported with this model.")
+    if body.get("max_tokens") is not None:
+        # https://github.com/teilomillet/gollm/issues/33 (o1, o3-mini); the Vercel AI SDK's recorded
+        # packages/openai/src/chat/__fixtures__/reasoning-model-legacy-parameter-error.json says the same.
+        errors.append("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                      "Use 'max_completion_tokens' instead.")  # fmt: skip
 
 
 def _validate_instruction_roles(model: object, messages: object, errors: list[str]) -> None:
