@@ -13,6 +13,11 @@ A fixture (``fixtures/<api>/<name>.json``) holds ``source``, ``api``, ``what``, 
 (``request`` and ``response``/``events``) that the request follows up on, then the ``request`` (``null`` when the
 source recorded only the answer) with either ``refused`` (``status``, ``message``) or the answer and ``expect``;
 ``extensions`` lists the request parameters of a compatible server's own (OpenRouter's ``usage``, ...).
+
+Fixtures hold shapes, not whole recordings: long texts end in `` [...]``, encrypted content and signatures keep
+their first and last characters (the same in an answer and in the request that replays it), a response object
+keeps the keys an adapter reads, and in a long stream a run of like deltas keeps its first five and its last
+(argument pieces are kept whole, so they still add up).
 """
 
 from __future__ import annotations
