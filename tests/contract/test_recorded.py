@@ -59,6 +59,10 @@ SERVER_XFAIL: dict[str, str] = {
         "rules_responses does not know a message item's phase ('Unknown parameter: input[2].phase'); gpt-5.5 "
         "answered a commentary message with phase and accepted it replayed with its id, phase and status."
     ),
+    "responses/moderation_parameter_accepted": (
+        "rules_responses does not know the moderation request parameter ('Unknown parameter: moderation'); gpt-5 "
+        "accepted it and answered with the moderation results."
+    ),
     "responses/temperature_below_minimum_refused": (
         "rules_responses checks no range of temperature; the API refused -1: Invalid 'temperature': decimal below "
         "minimum value. Expected a value >= 0, but got -1 instead."
