@@ -54,6 +54,8 @@ KNOWN_PARAMS: frozenset[str] = frozenset(
         "prompt_cache_key",
         "prompt_cache_retention",
         "verbosity",
+        # pydantic/pydantic-ai: tests/models/cassettes/test_openai/test_openai_moderation_flagged.yaml
+        "moderation",
     }
 )
 
