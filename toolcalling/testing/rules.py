@@ -54,6 +54,8 @@ KNOWN_PARAMS: frozenset[str] = frozenset(
         "prompt_cache_key",
         "prompt_cache_retention",
         "verbosity",
+        # pydantic/pydantic-ai: tests/models/cassettes/test_openai/test_openai_moderation_flagged.yaml
+        "moderation",
     }
 )
 
@@ -95,14 +97,13 @@ def validate_chat_request(body: object) -> list[str]:
     elif not isinstance(model, str):
         errors.append(bad_type("model", "a string", model))
 
+    _validate_reasoning_sampling(model, body, errors)
     if is_reasoning_model(model):
-        # OpenAI's reasoning models: no sampling parameters, and function tools only on the Responses API.
-        for key in ("temperature", "top_p"):
-            if body.get(key) is not None:
-                errors.append(f"Unsupported parameter: '{key}' is not supported with this model.")
+        # OpenAI's reasoning models take function tools only on the Responses API.
         if body.get("tools"):
             errors.append(f"Function tools with reasoning_effort are not supported for {model} in "
                           "/v1/chat/completions. Please use /v1/responses instead.")  # fmt: skip
+    _validate_instruction_roles(model, body.get("messages"), errors)
     tool_names = options.validate_tools(body, errors)
     options.validate_tool_choice(body, tool_names, errors)
     _validate_messages(body, errors)
@@ -110,6 +111,50 @@ def validate_chat_request(body: object) -> list[str]:
     options.validate_streaming(body, errors)
     options.validate_sampling(body, errors)
     return errors
+
+
+# --- what some models refuse ---------------------------------------------------------------------
+
+# OpenAI's reasoning models on Chat Completions: o1 and o1-mini too, which the Responses rules do not name.
+CHAT_REASONING_PREFIXES: tuple[str, ...] = ("o1", "o3", "o4", "gpt-5")
+# Models that refuse a temperature outright rather than one other than the default: o3-mini answers "Unsupported
+# parameter" (https://github.com/BeehiveInnovations/pal-mcp-server/issues/78, beside o3's "Unsupported value").
+NO_TEMPERATURE_PREFIXES: tuple[str, ...] = ("o3-mini",)
+# Models that take neither a system nor a developer message (pydantic/pydantic-ai:
+# tests/models/cassettes/test_openai/test_openai_o1_mini_system_role[system].yaml and [developer].yaml).
+NO_INSTRUCTIONS_PREFIXES: tuple[str, ...] = ("o1-mini",)
+
+
+def _validate_reasoning_sampling(model: object, body: Mapping[str, Any], errors: list[str]) -> None:
+    """A reasoning model takes only the default temperature (1), no top_p, and max_completion_tokens, not max_tokens.
+
+    Chat Completions words a temperature other than 1 as an unsupported *value* (recorded for o1-mini in
+    https://github.com/leafo/lua-openai/issues/12, for o3 in pal-mcp-server#78), where the Responses API says
+    "Unsupported parameter"; o3-mini refuses the parameter itself."""
+    if not isinstance(model, str) or not model.startswith(CHAT_REASONING_PREFIXES):
+        return
+    temperature = body.get("temperature")
+    if temperature is not None and model.startswith(NO_TEMPERATURE_PREFIXES):
+        errors.append("Unsupported parameter: 'temperature' is not supported with this model.")
+    elif temperature is not None and temperature != 1:
+        errors.append(f"Unsupported value: 'temperature' does not support {temperature} with this model. "
+                      "Only the default (1) value is supported.")  # fmt: skip
+    if body.get("top_p") is not None:
+        errors.append("Unsupported parameter: 'top_p' is not supported with this model.")
+    if body.get("max_tokens") is not None:
+        # https://github.com/teilomillet/gollm/issues/33 (o1, o3-mini); the Vercel AI SDK's recorded
+        # packages/openai/src/chat/__fixtures__/reasoning-model-legacy-parameter-error.json says the same.
+        errors.append("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                      "Use 'max_completion_tokens' instead.")  # fmt: skip
+
+
+def _validate_instruction_roles(model: object, messages: object, errors: list[str]) -> None:
+    if not isinstance(model, str) or not model.startswith(NO_INSTRUCTIONS_PREFIXES) or not isinstance(messages, list):
+        return
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, Mapping) else None
+        if role in ("system", "developer"):
+            errors.append(f"Unsupported value: 'messages[{index}].role' does not support '{role}' with this model.")
 
 
 # --- messages -----------------------------------------------------------------------------------
