@@ -106,13 +106,11 @@ def test_tool_results_must_answer_the_tool_uses_just_before_and_every_tool_use_i
     assert "`tool_result` blocks must come before any other content" in after_text
 
 
-def test_roles_alternate_from_the_user_and_max_tokens_is_required(client):
+def test_roles_alternate_and_max_tokens_is_required(client):
     two = refused(client, messages=[ASK, ASK])
     assert (
         two == 'messages: roles must alternate between "user" and "assistant", but found multiple "user" roles in a row'
     )
-    first = refused(client, messages=[{"role": "assistant", "content": "Hi"}, ASK])
-    assert first.startswith('messages: first message must use the "user" role')
     with OpenAICompatibleServer(ScriptedModel()) as server:
         raw = anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0)
         with pytest.raises(anthropic.BadRequestError) as caught:

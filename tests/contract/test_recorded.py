@@ -47,39 +47,8 @@ SERVER_XFAIL: dict[str, str] = {
         "rules_anthropic_options accepts output_config.effort 'xhigh' on every model; claude-opus-4-6 refused it: "
         "This model does not support effort level 'xhigh'. Supported levels: high, low, max, medium."
     ),
-    "anthropic/first_message_from_the_assistant": (
-        'rules_anthropic refuses a first message from the assistant (\'messages: first message must use the "user" '
-        "role'); claude-sonnet-4-5 accepted the conversation and answered it."
-    ),
-    "responses/reasoning_without_its_following_item_refused": (
-        "rules_responses has no rule that a replayed reasoning item is followed by the item it preceded; gpt-5 "
-        "refused: Item 'rs_...' of type 'reasoning' was provided without its required following item."
-    ),
-    "responses/message_with_phase_replayed_with_its_id": (
-        "rules_responses does not know a message item's phase ('Unknown parameter: input[2].phase'); gpt-5.5 "
-        "answered a commentary message with phase and accepted it replayed with its id, phase and status."
-    ),
-    "responses/moderation_parameter_accepted": (
-        "rules_responses does not know the moderation request parameter ('Unknown parameter: moderation'); gpt-5 "
-        "accepted it and answered with the moderation results."
-    ),
-    "responses/temperature_below_minimum_refused": (
-        "rules_responses checks no range of temperature; the API refused -1: Invalid 'temperature': decimal below "
-        "minimum value. Expected a value >= 0, but got -1 instead."
-    ),
 }
-ADAPTER_XFAIL: dict[str, str] = {
-    "chat_completions/vllm_streamed_call_repeats_its_name_without_id": (
-        "_chat_completions.StreamAssembler appends every name piece, so vLLM's name repeated in each delta is read as "
-        "'get_current_weatherget_current_weatherget_current_weather'; a piece that repeats the whole name so far "
-        "must not be appended (servers that split a name into pieces still need them joined)."
-    ),
-    "chat_completions/openrouter_error_chunk_mid_stream": (
-        "_chat_completions._raise_error_body raises only when a chunk has no choices; OpenRouter's error chunk "
-        "carries a choice with empty content, so the stream is refused as 'neither text nor tool calls' instead of "
-        "reporting the provider's error ('Token limit reached')."
-    ),
-}
+ADAPTER_XFAIL: dict[str, str] = {}
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -146,17 +115,9 @@ class Server:
             return  # nothing of an answer must come back verbatim
         answer = answer_of(exchange)
         if self.api == "responses":
-            output = answer.get("output") or []
-            calls = [str(item.get("call_id")) for item in output if item.get("type") == "function_call"]
-            for item in output:
-                if item.get("type") == "reasoning":
-                    self.issued.add(str(item.get("id")), item.get("encrypted_content"), calls)
+            self.issued.record(answer.get("output") or [])
         elif self.api == "anthropic":
-            blocks = answer.get("content") or []
-            calls = [str(block.get("id")) for block in blocks if block.get("type") == "tool_use"]
-            for block in blocks:
-                if block.get("type") == "thinking":
-                    self.thinking.add(block["signature"], block["thinking"], calls)
+            self.thinking.record(answer.get("content") or [])
 
 
 def own_part(fixture: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:

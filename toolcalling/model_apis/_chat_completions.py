@@ -218,14 +218,21 @@ class StreamAssembler:
             function = part.get("function")
             if function is not None:
                 function = read.json_object(function, "a streamed tool call's function")
-                slot["name"].append(read.text(function.get("name"), "function.name") or "")
+                name = read.text(function.get("name"), "function.name") or ""
+                # vLLM repeats the whole name in every delta of a call (the recorded exchange
+                # tests/contract/fixtures/chat_completions/vllm_streamed_call_repeats_its_name_without_id.json);
+                # OpenAI sends it once, and servers that split it send pieces that differ from the name so far.
+                if not (slot["name"] and name == "".join(slot["name"])):
+                    slot["name"].append(name)
                 slot["arguments"].append(read.arguments(function.get("arguments")))
 
 
 def _raise_error_body(data: dict[str, Any]) -> None:
-    """An error object in place of a completion (some servers send it with status 200, or mid-stream)."""
+    """An error object in place of a completion (some servers send it with status 200, or mid-stream: OpenRouter's
+    mid-stream error chunk carries an empty choice beside it, as recorded in
+    tests/contract/fixtures/chat_completions/openrouter_error_chunk_mid_stream.json)."""
     error = data.get("error")
-    if error and not data.get("choices"):
+    if error:
         message = error.get("message") if isinstance(error, dict) else error
         raise ModelError(_("The model endpoint answered with an error: %(message)s") % {"message": message})
 

@@ -73,12 +73,17 @@ def usage(value: Any, input_key: str, output_key: str) -> Usage:
     if prompt is None or completion is None:
         return unknown_usage()
     total = count(value.get("total_tokens"), total=True) or 0
+    reasoning = detail(value, f"{output_key}_details", "reasoning_tokens")
+    if reasoning > completion and total >= prompt + completion + reasoning:
+        # xAI counts reasoning beside the completion, not in it (its total is all three: the recorded
+        # exchange tests/contract/fixtures/chat_completions/xai_tool_call.json); the output is both.
+        completion += reasoning
     return Usage(
         prompt_tokens=prompt,
         completion_tokens=completion,
         total_tokens=max(total, prompt + completion),
         cached_tokens=min(detail(value, f"{input_key}_details", "cached_tokens"), prompt),
-        reasoning_tokens=min(detail(value, f"{output_key}_details", "reasoning_tokens"), completion),
+        reasoning_tokens=min(reasoning, completion),
     )
 
 

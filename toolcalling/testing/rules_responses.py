@@ -33,7 +33,7 @@ from typing import Any
 
 from . import rules_files as files
 from .rules_options import _valid_name, _validate_schema_root
-from .wording import bad_type, bad_value, missing, type_name, unknown
+from .wording import bad_type, bad_value, is_number, missing, type_name, unknown
 
 __all__ = ["Issued", "is_reasoning_model", "validate_responses_request", "REASONING_MODEL_PREFIXES"]
 
@@ -70,13 +70,17 @@ KNOWN_PARAMS: frozenset[str] = frozenset(
         "truncation",
         "background",
         "user",
+        # Accepted by gpt-5 (tests/contract/fixtures/responses/moderation_parameter_accepted.json).
+        "moderation",
     }
 )
 INCLUDABLE = ("reasoning.encrypted_content", "message.output_text.logprobs", "file_search_call.results",
               "web_search_call.action.sources", "code_interpreter_call.outputs",
               "computer_call_output.output.image_url", "message.input_image.image_url")  # fmt: skip
 ITEM_KEYS: dict[str, frozenset[str]] = {
-    "message": frozenset({"type", "role", "content", "id", "status"}),
+    # ``phase`` as gpt-5.5 answers it, accepted replayed with its id
+    # (tests/contract/fixtures/responses/message_with_phase_replayed_with_its_id.json).
+    "message": frozenset({"type", "role", "content", "id", "status", "phase"}),
     "function_call": frozenset({"type", "call_id", "name", "arguments", "id", "status"}),
     "function_call_output": frozenset({"type", "call_id", "output", "id", "status"}),
     "reasoning": frozenset({"type", "id", "summary", "content", "encrypted_content", "status"}),
@@ -133,6 +137,7 @@ def validate_responses_request(body: object, issued: Issued | None = None) -> li
         for key in ("temperature", "top_p"):
             if body.get(key) is not None:
                 errors.append(f"Unsupported parameter: '{key}' is not supported with this model.")
+    _validate_temperature(body.get("temperature"), errors)
     for key, kind in (("instructions", str), ("store", bool), ("stream", bool), ("parallel_tool_calls", bool)):
         if body.get(key) is not None and not isinstance(body[key], kind):
             errors.append(bad_type(key, "a boolean" if kind is bool else "a string", body[key]))
@@ -144,6 +149,21 @@ def validate_responses_request(body: object, issued: Issued | None = None) -> li
     _validate_text(body, errors)
     _validate_input(body, issued, errors)
     return errors
+
+
+def _validate_temperature(value: object, errors: list[str]) -> None:
+    """``temperature`` between 0 and 2. Below: "Invalid 'temperature': decimal below minimum value. Expected a value
+    >= 0, but got -1 instead." (tests/contract/fixtures/responses/temperature_below_minimum_refused.json); above,
+    the same words for the maximum (inferred from the recorded one)."""
+    if not is_number(value):
+        return
+    assert isinstance(value, int | float)  # narrows what is_number said
+    if value < 0:
+        errors.append(f"Invalid 'temperature': decimal below minimum value. Expected a value >= 0, but got {value} "
+                      "instead.")  # fmt: skip
+    elif value > 2:
+        errors.append(f"Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got {value} "
+                      "instead.")  # fmt: skip
 
 
 def _validate_include(include: object, errors: list[str]) -> None:
