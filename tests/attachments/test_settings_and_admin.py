@@ -18,6 +18,8 @@ from toolcalling.conf import ToolcallingSettings, toolcalling_settings
         ({"MAX_SIZE": 10}, "Unknown TOOLCALLING['ATTACHMENTS'] key(s): MAX_SIZE"),
         ({"MAX_BYTES": 0}, "'MAX_BYTES'] must be a positive integer"),
         ({"MAX_PER_MESSAGE": "5"}, "'MAX_PER_MESSAGE'] must be a positive integer"),
+        ({"MAX_PER_MESSAGE": 11}, "'MAX_PER_REQUEST'] (10) must be at least 'MAX_PER_MESSAGE' (11)"),
+        ({"MAX_BYTES": 30 << 20}, "'MAX_BYTES_PER_REQUEST'] (20971520) must be at least 'MAX_BYTES' (31457280)"),
         ({"TYPES": ["image/svg+xml"]}, "'TYPES'] must list types out of"),
         ({"STORAGE": None}, "must be the name of a STORAGES alias"),
         ("yes", "must be a dict"),

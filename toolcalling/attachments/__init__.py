@@ -3,7 +3,7 @@ under generated names, shown to the model as content parts and to tools as ``ctx
 
 from ._files import AttachedFile, conversation_files, may_read
 from ._linking import attach, carried, sendable
-from ._parts import file_part, is_file_part, part_tokens, with_parts
+from ._parts import file_part, is_file_part, part_tokens, request_files, with_parts
 from ._sniffing import sniff
 from ._storing import (
     AttachmentUploadHandler,
@@ -31,6 +31,7 @@ __all__ = [
     "is_file_part",
     "may_read",
     "part_tokens",
+    "request_files",
     "sendable",
     "shown_name",
     "sniff",
