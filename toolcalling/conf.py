@@ -52,6 +52,9 @@ DEFAULTS: dict[str, Any] = {
         "MAX_PER_REQUEST": 10,
         "MAX_BYTES_PER_REQUEST": 20 * 1024 * 1024,
         "UNATTACHED_MAX_AGE": 24 * 60 * 60,  # seconds an upload no message took is kept (toolcalling_expire)
+        # Uploads one user may keep that no message took yet; more is a 413 upload_quota_exceeded.
+        "MAX_UNSENT": 20,
+        "MAX_UNSENT_BYTES": 100 * 1024 * 1024,
     },
     # The MCP endpoint.
     "MCP_MAX_BATCH": 20,  # JSON-RPC messages one MCP request (a batch) may carry; each call counts for the throttle
@@ -99,6 +102,8 @@ ATTACHMENT_NUMBERS = (
     "MAX_PER_REQUEST",
     "MAX_BYTES_PER_REQUEST",
     "UNATTACHED_MAX_AGE",
+    "MAX_UNSENT",
+    "MAX_UNSENT_BYTES",
 )
 
 # What OFFLINE_MODEL = True selects: the demo model lives outside the engine and is found by this path.
@@ -213,7 +218,8 @@ def validate_attachments(value: Any) -> None:
             )
     # Each bound on many files holds at least what one message may carry: else that message could be uploaded
     # but never sent.
-    for bound, one in (("MAX_PER_REQUEST", "MAX_PER_MESSAGE"), ("MAX_BYTES_PER_REQUEST", "MAX_BYTES")):
+    for bound, one in (("MAX_PER_REQUEST", "MAX_PER_MESSAGE"), ("MAX_UNSENT", "MAX_PER_MESSAGE"),
+                       ("MAX_BYTES_PER_REQUEST", "MAX_BYTES"), ("MAX_UNSENT_BYTES", "MAX_BYTES")):  # fmt: skip
         if numbers[bound] < numbers[one]:
             raise ImproperlyConfigured(
                 f"TOOLCALLING['ATTACHMENTS'][{bound!r}] ({numbers[bound]}) must be at least {one!r} "
