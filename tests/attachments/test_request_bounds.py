@@ -149,3 +149,21 @@ def test_a_message_whose_files_could_never_be_sent_together_is_refused(api, mode
     assert "261 B" in body["detail"], body
     assert not Message.objects.exists() and Attachment.objects.filter(message__isnull=True).count() == 3
     model.assert_done()  # the model was not asked
+
+
+@pytest.mark.toolcalling(ATTACHMENTS={"STORAGE": "short_reads"})
+def test_a_file_read_in_short_pieces_is_sent_whole(model, model_api, alice):
+    """A storage may give fewer bytes than asked (a streamed object store does): the base64 is still the file's."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from toolcalling import Assistant
+    from toolcalling.attachments import store
+
+    data = files.PDF + bytes(range(256)) * 40  # 10,431 bytes: no read of 1,000 ends on a multiple of 3
+    with override_settings(STORAGES=STORAGES):
+        document = store(SimpleUploadedFile("long.pdf", data), alice)
+        model.reply("Read.")
+        Assistant.get("helper").run(alice, "Read this", attachments=[document])
+    model.assert_done()
+    (content,) = user_contents(model.last_request, model_api)
+    assert [part_bytes(p, model_api) for p in content[1:]] == [data]
