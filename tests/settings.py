@@ -134,7 +134,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Many tests post as one user within a minute; the throttle's own tests switch it on.
-    "DEFAULT_THROTTLE_RATES": {"toolcalling_turn": None},
+    "DEFAULT_THROTTLE_RATES": {"toolcalling_turn": None, "toolcalling_upload": None},
 }
 SPECTACULAR_SETTINGS = {"TITLE": "toolcalling test site", "VERSION": "1"}
 TOOLCALLING = {

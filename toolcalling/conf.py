@@ -49,7 +49,15 @@ DEFAULTS: dict[str, Any] = {
         "TYPES": ["image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"],  # decided by the bytes
         "STORAGE": "default",  # a STORAGES alias
         "MAX_PER_MESSAGE": 5,
+        # What one model request carries of the history's files: the newest that fit both, a text stub for each
+        # older one (a message whose own files exceed them is refused). 20 MiB is about 27 MB of base64, within
+        # Anthropic's 32 MB per request.
+        "MAX_PER_REQUEST": 10,
+        "MAX_BYTES_PER_REQUEST": 20 * 1024 * 1024,
         "UNATTACHED_MAX_AGE": 24 * 60 * 60,  # seconds an upload no message took is kept (toolcalling_expire)
+        # Uploads one user may keep that no message took yet; more is a 413 upload_quota_exceeded.
+        "MAX_UNSENT": 20,
+        "MAX_UNSENT_BYTES": 100 * 1024 * 1024,
     },
     # The MCP endpoint.
     "MCP_MAX_BATCH": 20,  # JSON-RPC messages one MCP request (a batch) may carry; each call counts for the throttle
@@ -91,6 +99,16 @@ IMPORT_STRINGS = ("HOOKS",)
 
 # The types an attachment can be, each recognised from its first bytes (toolcalling.attachments); TYPES picks some.
 ATTACHMENT_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf")
+# The ATTACHMENTS keys that are counts of files or bytes (or seconds): each a positive integer.
+ATTACHMENT_NUMBERS = (
+    "MAX_BYTES",
+    "MAX_PER_MESSAGE",
+    "MAX_PER_REQUEST",
+    "MAX_BYTES_PER_REQUEST",
+    "UNATTACHED_MAX_AGE",
+    "MAX_UNSENT",
+    "MAX_UNSENT_BYTES",
+)
 
 # What OFFLINE_MODEL = True selects: the demo model lives outside the engine and is found by this path.
 OFFLINE_CLIENT_FACTORY = "toolcalling.contrib.offline.client"
@@ -196,11 +214,20 @@ def validate_attachments(value: Any) -> None:
         raise ImproperlyConfigured(
             f"Unknown TOOLCALLING['ATTACHMENTS'] key(s): {', '.join(unknown)}. Known: {', '.join(sorted(known))}."
         )
-    for key in ("MAX_BYTES", "MAX_PER_MESSAGE", "UNATTACHED_MAX_AGE"):
-        number = value.get(key, known[key])
+    numbers = {key: value.get(key, known[key]) for key in ATTACHMENT_NUMBERS}
+    for key, number in numbers.items():
         if not isinstance(number, int) or isinstance(number, bool) or number < 1:
             raise ImproperlyConfigured(
                 f"TOOLCALLING['ATTACHMENTS'][{key!r}] must be a positive integer, not {number!r}."
+            )
+    # Each bound on many files holds at least what one message may carry: else that message could be uploaded
+    # but never sent.
+    for bound, one in (("MAX_PER_REQUEST", "MAX_PER_MESSAGE"), ("MAX_UNSENT", "MAX_PER_MESSAGE"),
+                       ("MAX_BYTES_PER_REQUEST", "MAX_BYTES"), ("MAX_UNSENT_BYTES", "MAX_BYTES")):  # fmt: skip
+        if numbers[bound] < numbers[one]:
+            raise ImproperlyConfigured(
+                f"TOOLCALLING['ATTACHMENTS'][{bound!r}] ({numbers[bound]}) must be at least {one!r} "
+                f"({numbers[one]}): raise it, or lower {one!r}."
             )
     types = value.get("TYPES", known["TYPES"])
     if not isinstance(types, (list, tuple)) or any(t not in ATTACHMENT_TYPES for t in types):

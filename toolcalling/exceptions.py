@@ -268,6 +268,15 @@ class AttachmentTooLarge(APIError):
     default_detail = _("The file is too large to attach.")
 
 
+class UploadQuotaExceeded(APIError):
+    """An upload beyond what one user may keep of files no message took yet (``ATTACHMENTS["MAX_UNSENT"]`` files,
+    ``["MAX_UNSENT_BYTES"]`` bytes): nothing of it is kept. Sending the others with a message makes room."""
+
+    status_code = http.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "upload_quota_exceeded"
+    default_detail = _("You have uploaded too many files that were not sent yet. Send them with a message first.")
+
+
 class TooManyAttachments(APIError):
     """A message carries more attachments than ``ATTACHMENTS["MAX_PER_MESSAGE"]``."""
 

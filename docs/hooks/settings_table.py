@@ -69,8 +69,11 @@ MEANINGS = {
     ),
     "ATTACHMENTS": (
         "files users attach, merged over the defaults: `MAX_BYTES` (largest upload), `TYPES` (the allowed types, "
-        "read from the bytes), `STORAGE` (a `STORAGES` alias), `MAX_PER_MESSAGE`, `UNATTACHED_MAX_AGE` (seconds "
-        "before `toolcalling_expire` deletes an upload never sent; see [attachments](../guides/attachments.md))"
+        "read from the bytes), `STORAGE` (a `STORAGES` alias), `MAX_PER_MESSAGE`, `MAX_PER_REQUEST` and "
+        "`MAX_BYTES_PER_REQUEST` (the newest files one model request carries, 10 and 20 MiB; older ones go as a "
+        "text stub), `UNATTACHED_MAX_AGE` (seconds before `toolcalling_expire` deletes an upload never sent), "
+        "`MAX_UNSENT` and `MAX_UNSENT_BYTES` (what one user may keep uploaded but not sent, 20 files and 100 MiB; "
+        "see [attachments](../guides/attachments.md#bounds))"
     ),
     "MAX_MESSAGE_LENGTH": "longest user message the API accepts (the chat page shows it and counts)",
     "MCP_MAX_BATCH": (

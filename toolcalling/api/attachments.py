@@ -16,10 +16,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..attachments import AttachmentUploadHandler, attachment_storage, carried, may_read, store
+from ..attachments import AttachmentUploadHandler, attachment_storage, carried, may_read, store_unsent
 from ..models import Attachment
 from .errors import ErrorResponses
 from .serializers import AttachmentSerializer
+from .throttling import UploadRateThrottle
 
 
 class Uploads:
@@ -33,16 +34,21 @@ class Uploads:
 
 
 class AttachmentUploadView(ErrorResponses, Uploads, APIView):
-    """Store one upload (field ``file``), owned by the user; a message sends it by its id."""
+    """Store one upload (field ``file``), owned by the user; a message sends it by its id. Throttled per user by
+    ``UploadRateThrottle`` (scope ``toolcalling_upload``), and bounded by what the user keeps unsent
+    (``ATTACHMENTS["MAX_UNSENT"]``, ``["MAX_UNSENT_BYTES"]``: 413 ``upload_quota_exceeded``)."""
 
     permission_classes = [IsAuthenticated]
     parser_classes = [MultiPartParser, FormParser]
+
+    def get_throttles(self) -> list[Any]:
+        return [*super().get_throttles(), UploadRateThrottle()]
 
     def post(self, request: Request) -> Response:
         upload = request.FILES.get("file")
         if upload is None:
             raise ValidationError({"file": [_("Attach a file in the multipart field 'file'.")]})
-        attachment = store(upload, request.user)
+        attachment = store_unsent(upload, request.user)
         return Response(AttachmentSerializer(attachment).data, status=status.HTTP_201_CREATED)
 
 

@@ -11,11 +11,15 @@ from ..conf import ATTACHMENT_TYPES
 from .openapi import ViewSchema
 from .openapi_bodies import TYPES_TEXT, AttachmentUploadSerializer, errors
 from .serializers import AttachmentSerializer
+from .throttling import DEFAULT_UPLOAD_RATE
 
 BINARY = {"type": "string", "format": "binary"}
 REFUSED = {
     "e400": f"unsupported_attachment: the bytes are not one of the allowed types ({TYPES_TEXT}); nothing stored.",
-    "e413": "attachment_too_large: over ATTACHMENTS['MAX_BYTES'], refused while it was read; nothing stored.",
+    "e413": "attachment_too_large: over ATTACHMENTS['MAX_BYTES'], refused while it was read; upload_quota_exceeded: "
+    "the user's uploads not sent yet would exceed ATTACHMENTS['MAX_UNSENT'] files or ['MAX_UNSENT_BYTES'] bytes. "
+    "Nothing stored.",
+    "e429": f"throttled (scope toolcalling_upload, default {DEFAULT_UPLOAD_RATE}, with Retry-After); nothing stored.",
 }
 
 
@@ -29,7 +33,7 @@ class AttachmentUploadViewSchema(ViewSchema):
                 description="Multipart field `file`. The upload belongs to the user; a message sends it by its "
                 "`id` (`attachments`). Its `url` serves it to the owner only.",
                 request={"multipart/form-data": AttachmentUploadSerializer},
-                responses={201: AttachmentSerializer, **errors(400, 413, **REFUSED)},
+                responses={201: AttachmentSerializer, **errors(400, 413, 429, **REFUSED)},
             )
         )
 

@@ -1,13 +1,15 @@
-"""The throttle on the one request that spends model tokens: posting a message (scope ``toolcalling_turn``)."""
+"""The app's throttles, on top of the site's own: posting a message, the one request that spends model tokens
+(scope ``toolcalling_turn``), and uploading a file, which fills the site's storage (``toolcalling_upload``)."""
 
 from __future__ import annotations
 
-from typing import cast
+from typing import ClassVar, cast
 
 from rest_framework.settings import api_settings
 from rest_framework.throttling import UserRateThrottle
 
 DEFAULT_TURN_RATE = "20/minute"
+DEFAULT_UPLOAD_RATE = "30/minute"
 
 
 class TurnRateThrottle(UserRateThrottle):
@@ -19,8 +21,19 @@ class TurnRateThrottle(UserRateThrottle):
     """
 
     scope = "toolcalling_turn"
+    default_rate: ClassVar[str] = DEFAULT_TURN_RATE
 
     def get_rate(self) -> str | None:
         # Rates are strings such as "10/minute" (or None); DRF's stubs type them as numbers.
         rates = cast("dict[str, str | None]", api_settings.DEFAULT_THROTTLE_RATES or {})
-        return rates[self.scope] if self.scope in rates else DEFAULT_TURN_RATE
+        return rates[self.scope] if self.scope in rates else self.default_rate
+
+
+class UploadRateThrottle(TurnRateThrottle):
+    """Uploads per user (``POST attachments/``): ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["toolcalling_upload"]``
+    when the site sets it (``None``: off), else ``DEFAULT_UPLOAD_RATE``, enough for a few messages' worth of
+    files a minute. What a user may keep unsent at once is ``ATTACHMENTS["MAX_UNSENT"]`` and
+    ``["MAX_UNSENT_BYTES"]``."""
+
+    scope = "toolcalling_upload"
+    default_rate = DEFAULT_UPLOAD_RATE

@@ -3,7 +3,8 @@ under generated names, shown to the model as content parts and to tools as ``ctx
 
 from ._files import AttachedFile, conversation_files, may_read
 from ._linking import attach, carried, sendable
-from ._parts import file_part, is_file_part, part_tokens, with_parts
+from ._parts import file_part, is_file_part, part_tokens, request_files, with_parts
+from ._quota import store_unsent
 from ._sniffing import sniff
 from ._storing import (
     AttachmentUploadHandler,
@@ -31,10 +32,12 @@ __all__ = [
     "is_file_part",
     "may_read",
     "part_tokens",
+    "request_files",
     "sendable",
     "shown_name",
     "sniff",
     "store",
+    "store_unsent",
     "sweep_unattached",
     "too_large_text",
     "with_parts",

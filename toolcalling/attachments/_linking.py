@@ -8,25 +8,35 @@ from typing import Any
 from django.core.files.uploadedfile import UploadedFile
 from django.utils.translation import gettext as _
 
-from ..exceptions import TooManyAttachments, UnknownAttachment
+from ..exceptions import AttachmentTooLarge, TooManyAttachments, UnknownAttachment
 from ..models import Attachment, Message
-from ._storing import attachment_settings, store
+from ._storing import attachment_settings, human_size, store
 
 
-def sendable(user: Any, ids: Sequence[Any], *, more: int = 0, status: str | None = None) -> list[Attachment]:
+def sendable(
+    user: Any, ids: Sequence[Any], *, more: int = 0, more_bytes: int = 0, status: str | None = None
+) -> list[Attachment]:
     """The uploads ``ids`` names, in that order, if each is ``user``'s own and not yet sent; else the error.
-    ``more``: files the message brings besides, counted against ``MAX_PER_MESSAGE`` too.
+    ``more``, ``more_bytes``: files the message brings besides, counted against ``MAX_PER_MESSAGE`` and
+    ``MAX_BYTES_PER_REQUEST`` too (a message whose files one request could not carry would never be seen).
 
     Another user's id is refused like a missing one, so ids tell nobody which uploads exist."""
-    limit = attachment_settings()["MAX_PER_MESSAGE"]
+    limits = attachment_settings()
     unique = list(dict.fromkeys(str(i) for i in ids))
-    if len(unique) + more > limit:
+    if len(unique) + more > limits["MAX_PER_MESSAGE"]:
         raise TooManyAttachments(
-            _("A message may carry at most %(limit)d attachments.") % {"limit": limit}, status=status
+            _("A message may carry at most %(limit)d attachments.") % {"limit": limits["MAX_PER_MESSAGE"]},
+            status=status,
         )
     found = {str(a.pk): a for a in Attachment.objects.filter(pk__in=unique, user=user, message__isnull=True)}
     if len(found) != len(unique):
         raise UnknownAttachment(status=status)
+    if sum(a.size for a in found.values()) + more_bytes > limits["MAX_BYTES_PER_REQUEST"]:
+        raise AttachmentTooLarge(
+            _("The files of one message may add up to at most %(size)s.")
+            % {"size": human_size(limits["MAX_BYTES_PER_REQUEST"])},
+            status=status,
+        )
     return [found[i] for i in unique]
 
 
@@ -34,8 +44,8 @@ def carried(
     user: Any, ids: Sequence[Any], uploads: Sequence[UploadedFile], *, status: str | None = None
 ) -> list[Attachment]:
     """What a posted message carries: the uploads it names by id (``sendable``) and the files it brings, stored
-    here. The ids and the count are checked before any file is stored."""
-    named = sendable(user, ids, more=len(uploads), status=status)
+    here. The ids, the count and the bytes are checked before any file is stored."""
+    named = sendable(user, ids, more=len(uploads), more_bytes=sum(u.size or 0 for u in uploads), status=status)
     return [*named, *(store(upload, user) for upload in uploads)]
 
 

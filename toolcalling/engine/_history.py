@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db.models import Prefetch
 
-from ..attachments import with_parts
+from ..attachments import request_files, with_parts
 from ..model_apis import IS_ERROR_KEY, PROVIDER_ITEMS_KEY
 from ..models import Attachment, Conversation, Message, ToolCall
 
@@ -94,19 +94,25 @@ def history_items(
 
 
 def with_attachments(conversation: Conversation, items: list[tuple[int, dict[str, Any]]]) -> None:
-    """Give the user messages among ``items`` their files as content parts: one query for all of them, by the
-    range of their ids (not an ``IN`` list, which grows with the history)."""
+    """Give the user messages among ``items`` their files as content parts, or a text stub for each file a
+    request no longer carries (``request_files``: the newest that fit its bounds). One query, by the range of
+    their ids from the first on (not an ``IN`` list, which grows with the history): it also reads the newer
+    files, which a page of an older part of the history needs to know what the request carries already."""
     users = {message_id: item for message_id, item in items if item["role"] == Message.Role.USER}
     if not users:
         return
+    stored = list(
+        Attachment.objects.filter(conversation_id=conversation.pk, message_id__gte=min(users)).order_by(
+            "message_id", "created_at", "id"
+        )
+    )
+    sent = request_files(stored)
     files: dict[int, list[Attachment]] = {}
-    stored = Attachment.objects.filter(
-        conversation_id=conversation.pk, message_id__gte=min(users), message_id__lte=max(users)
-    ).order_by("created_at", "id")
     for attachment in stored:
-        files.setdefault(attachment.message_id, []).append(attachment)  # type: ignore[arg-type]
+        if attachment.message_id in users:
+            files.setdefault(attachment.message_id, []).append(attachment)
     for message_id, carried in files.items():
-        users[message_id]["content"] = with_parts(users[message_id]["content"], carried)
+        users[message_id]["content"] = with_parts(users[message_id]["content"], carried, sent=sent)
 
 
 def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:

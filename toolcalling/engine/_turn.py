@@ -103,6 +103,9 @@ class Turn(TurnClaim, TurnEnding):
             raise_errors=toolcalling_settings.TOOL_ERRORS == "raise",
         )
         self.history = memory.History()
+        # A stored conversation's turn reads its history as it starts, the user's new message with it: what is
+        # recorded before that is not added to the history it replaces (nor its files read twice).
+        self.history_read = self.creating
         self.continuing = False
         self.turn_counted = False  # the new message's turn is in ``meter.pending`` or stored (see ``claim``)
         self.ended = False
@@ -175,6 +178,7 @@ class Turn(TurnClaim, TurnEnding):
             hook.on_turn_start(self.view)
         if not self.creating:  # else the history is the message the claim stored, recorded already
             self.history = memory.load(self.assistant, self.conversation)
+            self.history_read = True
             whole = self.assistant.memory == "full" and self.assistant.history_max_messages is None
             # A history that holds every call, read where the turn writes (not from a replica that may lag),
             # knows the call ids already taken: no query for them.
@@ -308,7 +312,8 @@ class Turn(TurnClaim, TurnEnding):
     def record(self, message: Message) -> None:
         """A message this turn stored: it joins the history sent next, and everyone hears of it."""
         self.announce_opening()
-        self.history.extend(storage.to_openai([message]))
+        if self.history_read:
+            self.history.extend(storage.to_openai([message]))
         self.observers.message_added(message)
 
     def announce_opening(self) -> None:
