@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, cast
+from typing import Any, ClassVar, cast
 
 from rest_framework.settings import api_settings
 from rest_framework.throttling import UserRateThrottle
@@ -37,3 +37,9 @@ class UploadRateThrottle(TurnRateThrottle):
 
     scope = "toolcalling_upload"
     default_rate = DEFAULT_UPLOAD_RATE
+
+
+def with_turn_throttle(request: Any, throttles: list[Any]) -> list[Any]:
+    """A view's throttles, with ``TurnRateThrottle`` on a POST: every view whose POST posts a message (the
+    messages endpoint, the AI SDK's and AG-UI's) throttles it the same way."""
+    return [*throttles, TurnRateThrottle()] if request.method == "POST" else throttles

@@ -43,7 +43,7 @@ from .serializers import (
     ToolCallSerializer,
 )
 from .streams import EventStreamMixin, accepts_event_stream, on_turn_loop, start_background_turn, stream_turn
-from .throttling import TurnRateThrottle
+from .throttling import with_turn_throttle
 
 
 class AssistantListView(ErrorResponses, APIView):
@@ -150,10 +150,7 @@ class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.Generi
     pagination_class = MessageCursorPagination
 
     def get_throttles(self) -> list[Any]:
-        throttles = super().get_throttles()
-        if self.request.method == "POST":
-            throttles.append(TurnRateThrottle())
-        return throttles
+        return with_turn_throttle(self.request, super().get_throttles())
 
     def get(self, request: Request, pk: Any) -> Response:
         conversation = own_conversation(request, pk)
@@ -171,8 +168,9 @@ class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.Generi
         data.is_valid(raise_exception=True)
         content = data.validated_data["content"]
         streamed = accepts_event_stream(request)
-        if data.validated_data["background"] and (data.validated_data["attachments"] or request.FILES):
-            raise ValidationError({"attachments": [_("A message with attachments cannot run in the background.")]})
+        no_files_in_background(
+            data.validated_data["background"], bool(data.validated_data["attachments"] or request.FILES)
+        )
         turn = turn_for(request, conversation, stream=streamed or data.validated_data["background"])
 
         def answer(messages: list[Message]) -> Response:
@@ -206,6 +204,13 @@ class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.Generi
             if on_turn_loop(request, turn):  # the answer rendered when the turn ends: no thread waits for the model
                 return TurnResponse(self, turn, content, answer)
             return answer(turn.run(content))
+
+
+def no_files_in_background(background: bool, files: bool) -> None:
+    """A message with files runs in the request, never on a worker: the one rule every way of posting a message
+    (the messages endpoint, the AI SDK's) checks the same way."""
+    if background and files:
+        raise ValidationError({"attachments": [_("A message with attachments cannot run in the background.")]})
 
 
 @contextmanager

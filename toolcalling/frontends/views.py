@@ -11,8 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse, HttpResponseBase
-from django.utils.translation import gettext as _
-from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -21,8 +19,8 @@ from .. import streaming
 from ..api.errors import ErrorResponses
 from ..api.serializers import MessageInputSerializer
 from ..api.streams import EventStreamMixin, is_asgi, queue_turn, stream_turn
-from ..api.throttling import TurnRateThrottle
-from ..api.views import kept_only_if_taken, turn_for
+from ..api.throttling import with_turn_throttle
+from ..api.views import kept_only_if_taken, no_files_in_background, turn_for
 from ..attachments import carried
 from . import _ag_ui as ag_ui
 from ._ai_sdk import HEADER, VERSION, UIMessageStream
@@ -46,23 +44,16 @@ def _follow(
     return _ai_sdk(response) if protocol else response
 
 
-class TurnThrottled:
-    """A POST here posts a message: ``TurnRateThrottle`` as on the messages endpoint."""
-
-    def get_throttles(self) -> list[Any]:
-        throttles = super().get_throttles()  # type: ignore[misc]
-        if self.request.method == "POST":  # type: ignore[attr-defined]
-            throttles.append(TurnRateThrottle())
-        return throttles
-
-
-class AISDKChatView(ErrorResponses, EventStreamMixin, TurnThrottled, APIView):
+class AISDKChatView(ErrorResponses, EventStreamMixin, APIView):
     """``POST ai-sdk/chat/``: what ``DefaultChatTransport({api: ".../ai-sdk/chat"})`` sends. The chat ``id`` is a
     conversation of this user (else 404); the last user message's text is posted, ``regenerate-message`` posts
     the last user message again, and approval answers (``addToolApprovalResponse``) decide the user's own calls.
     The answer is the UI message stream of the turn (``x-vercel-ai-ui-message-stream: v1``)."""
 
     permission_classes = [IsAuthenticated]
+
+    def get_throttles(self) -> list[Any]:
+        return with_turn_throttle(self.request, super().get_throttles())
 
     def post(self, request: Request) -> HttpResponseBase:
         body = ChatRequestSerializer(data=request.data)
@@ -80,8 +71,7 @@ class AISDKChatView(ErrorResponses, EventStreamMixin, TurnThrottled, APIView):
         content = message.validated_data["content"]
         turn = turn_for(request, conversation, stream=True)
         # The files are stored once the assistant and the user's right to it are known, as messages/ does.
-        if wanted.files and wanted.background:
-            raise ValidationError({"attachments": [_("A message with attachments cannot run in the background.")]})
+        no_files_in_background(wanted.background, bool(wanted.files))
         turn.attachments = carried(request.user, [], wanted.files, status=conversation.status)
         with kept_only_if_taken(turn.attachments):  # a message refused (busy, a limit) keeps none of its files
             if wanted.background:
@@ -104,13 +94,16 @@ class AISDKStreamView(ErrorResponses, EventStreamMixin, APIView):
         return _follow(conversation.pk, turn_start(conversation.pk), UIMessageStream(conversation.pk), request)
 
 
-class AGUIView(ErrorResponses, EventStreamMixin, TurnThrottled, APIView):
+class AGUIView(ErrorResponses, EventStreamMixin, APIView):
     """``POST ag-ui/``: an AG-UI ``RunAgentInput`` whose ``threadId`` is a conversation of this user. The last
     user message is posted (or, with ``resume``, the user's answers to the last run's interrupts are applied);
     the answer is the run as AG-UI events. The client's own ``tools`` are ignored: the
     assistant offers its server-side tools only, so approval and ownership stay the server's."""
 
     permission_classes = [IsAuthenticated]
+
+    def get_throttles(self) -> list[Any]:
+        return with_turn_throttle(self.request, super().get_throttles())
 
     def post(self, request: Request) -> HttpResponseBase:
         run = ag_ui.read_input(request.data)
