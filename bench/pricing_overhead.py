@@ -51,10 +51,10 @@ def pricing_alone(repeat: int = 2000) -> dict[str, float]:
         ("PRICES", {"PRICES": {"gpt-4o-mini": PRICES["m"]}}),
     ):
         with override_toolcalling(**settings):
-            assert Pricing("gpt-4o-mini", "chat_completions").cost("gpt-4o-mini", ANSWER_USAGE).amount is not None
+            assert Pricing("gpt-4o-mini", "openai").cost("gpt-4o-mini", ANSWER_USAGE).amount is not None
             started = time.perf_counter()
             for _ in range(repeat):
-                Pricing("gpt-4o-mini", "chat_completions").cost("gpt-4o-mini-2024-07-18", ANSWER_USAGE)
+                Pricing("gpt-4o-mini", "openai").cost("gpt-4o-mini-2024-07-18", ANSWER_USAGE)
             found[label] = (time.perf_counter() - started) / repeat
     return found
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from .conf import API_CHOICES, toolcalling_settings
 from .exceptions import ImproperlyDefined
+from .model_apis import load_model_api
 from .toolkit import Tool, ToolContext, ToolSource, assistants, check_extras
 from .toolkit import tools as tool_registry
 from .usage import UsageLimit, parse_limits
@@ -105,6 +106,11 @@ class Assistant:
     def get_api(self) -> str:
         """The model API this assistant's turns speak: ``api``, else ``TOOLCALLING["API"]``."""
         return self.api or toolcalling_settings.API
+
+    def get_price_provider(self) -> str | None:
+        """The genai-prices provider that prices this assistant's answers when ``BASE_URL`` is not set: the one
+        its model API names (``ModelAPI.price_provider``)."""
+        return load_model_api(self.get_api()).price_provider
 
     def get_tools(self, ctx: ToolContext) -> list[Tool]:
         """The tools offered to the model for this user: the declared ones the user has permissions for, then

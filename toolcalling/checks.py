@@ -100,12 +100,15 @@ def check_model_apis(app_configs: Any = None, **kwargs: Any) -> list[checks.Chec
                 )
             )
             continue
+        if api in unloadable:
+            continue  # the site's API, reported above
         try:
             has_tools = bool(assistant.resolve_tools() or getattr(assistant_cls, "mcp_servers", None))
         except NotRegistered:
             continue  # reported by check_assistants
         model = assistant.get_model()
-        if has_tools and api == "chat_completions" and needs_responses(model):
+        refuses = load_model_api(api).features.refuses_reasoning_model_tools
+        if has_tools and refuses and needs_responses(model):
             messages.append(
                 checks.Warning(
                     _(
@@ -151,6 +154,7 @@ def check_prices(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMes
     cost limit on an assistant whose model has no price (E008: its turns are refused, never counted free)."""
     from .conf import toolcalling_settings as s
     from .exceptions import ImproperlyDefined
+    from .model_apis import load_model_api
     from .toolkit import assistants
     from .usage import Pricing, currency_problem, parse_limits, price_problems, site_limits
 
@@ -167,15 +171,22 @@ def check_prices(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMes
     except ImproperlyConfigured:
         return []  # reported by check_usage_limits
     messages: list[checks.CheckMessage] = []
-    unpriced: dict[tuple[str, str], list[str]] = {}
-    if not Pricing(model, api).priced:
-        unpriced[(model, api)] = []
+    unpriced: dict[tuple[str, str | None], list[str]] = {}
+    try:
+        site_pricing: Pricing | None = Pricing(model, load_model_api(api).price_provider)
+    except ImproperlyConfigured:
+        site_pricing = None  # its SDK is missing: reported by check_model_apis
+    if site_pricing is not None and not site_pricing.priced:
+        unpriced[(model, site_pricing.provider)] = []
     for assistant_cls in assistants.all():
         assistant = assistant_cls()
-        pricing = Pricing(assistant.get_model(), assistant.get_api())
+        try:
+            pricing = Pricing(assistant.get_model(), assistant.get_price_provider())
+        except ImproperlyConfigured:
+            continue  # its API's SDK is missing: reported by check_model_apis
         if pricing.priced:
             continue
-        unpriced.setdefault((pricing.model, pricing.api), []).append(str(assistant_cls.id))
+        unpriced.setdefault((pricing.model, pricing.provider), []).append(str(assistant_cls.id))
         try:
             own = parse_limits(list(getattr(assistant_cls, "usage_limits", None) or []), str(assistant_cls.id))
         except ImproperlyDefined:
@@ -195,7 +206,7 @@ def check_prices(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMes
             )
     if s.OFFLINE_MODEL:
         return messages  # the built-in offline model: nothing is paid for, so nothing is missing
-    for (name, _api), users in unpriced.items():
+    for (name, _provider), users in unpriced.items():
         messages.append(
             checks.Warning(
                 _("The model %(model)r (used by %(users)s) has no price: the cost of its answers shows as null.")

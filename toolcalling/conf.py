@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -84,10 +84,17 @@ DEFAULTS: dict[str, Any] = {
     "EVENTS_IDLE_TIMEOUT": 120.0,  # seconds without an event before GET .../events/ closes
 }
 
-# The model APIs ``API`` and ``Assistant.api`` may name; "anthropic" needs the ``[anthropic]`` extra.
-API_CHOICES = ("chat_completions", "responses", "anthropic")
+# The model APIs ``API`` and ``Assistant.api`` may name, each with its class by dotted path (imported when first
+# used, by ``model_apis.load_model_api``: Anthropic's needs its optional SDK, the ``[anthropic]`` extra). A new API
+# is its module and one line here; the names ``API`` may take are the keys (``API_CHOICES`` follows them).
+MODEL_APIS: dict[str, str] = {
+    "chat_completions": "toolcalling.model_apis._chat_completions.ChatCompletions",
+    "responses": "toolcalling.model_apis._responses.Responses",
+    "anthropic": "toolcalling.model_apis._anthropic.Anthropic",
+}
+API_CHOICES = MODEL_APIS.keys()
 
-CHOICES: dict[str, tuple[str, ...]] = {
+CHOICES: dict[str, Collection[str]] = {
     "API": API_CHOICES,
     "ON_LIMIT_EXCEEDED": ("raise", "return_error"),
     "TOOL_ERRORS": ("return_to_model", "raise"),

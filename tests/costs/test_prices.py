@@ -8,6 +8,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from toolcalling.checks import check_prices
+from toolcalling.model_apis import ChatCompletions, load_model_api
 from toolcalling.testutils import override_toolcalling
 from toolcalling.usage import Pricing, price_for, price_problems
 
@@ -16,14 +17,14 @@ OPENAI = "https://api.openai.com/v1"
 
 def test_settings_prices_win_over_the_database_and_leave_out_rates_at_the_input_rate():
     with override_toolcalling(PRICES={"gpt-4o-mini": {"input": "1", "output": "2"}}, BASE_URL=OPENAI):
-        price = price_for(["gpt-4o-mini"], "chat_completions")
+        price = price_for(["gpt-4o-mini"], "openai")
     assert (price.source, price.input, price.cached_input, price.cache_write) == ("settings", 1, 1, 1)
 
 
 @pytest.mark.parametrize("base_url", [OPENAI, None])
 def test_openai_models_are_priced_from_genai_prices_at_openai(base_url):
     with override_toolcalling(BASE_URL=base_url, API_KEY="k"):
-        price = price_for(["gpt-4o-mini-2024-07-18"], "chat_completions")
+        price = price_for(["gpt-4o-mini-2024-07-18"], "openai")
     assert price.source == "genai-prices" and price.model == "openai/gpt-4o-mini" and price.currency == "USD"
     # the database's rates, as genai-prices 0.2.3 has them
     assert (price.input, price.cached_input, price.output) == (Decimal("0.15"), Decimal("0.075"), Decimal("0.6"))
@@ -33,8 +34,8 @@ def test_openai_models_are_priced_from_genai_prices_at_openai(base_url):
 def test_without_base_url_a_model_is_priced_only_at_the_apis_own_provider(api, model):
     # genai-prices knows both models, at Mistral and at OpenAI: neither is what the SDK of this API reaches.
     with override_toolcalling(BASE_URL=None, API_KEY="k"):
-        assert price_for([model], api) is None
-        assert price_for(["gpt-4o"], "chat_completions").model == "openai/gpt-4o"
+        assert price_for([model], load_model_api(api).price_provider) is None
+        assert price_for(["gpt-4o"], ChatCompletions.price_provider).model == "openai/gpt-4o"
 
 
 def test_a_price_of_the_time_of_day_is_taken_at_the_moment_in_utc_whatever_the_sites_zone(monkeypatch, settings):
@@ -51,15 +52,15 @@ def test_a_price_of_the_time_of_day_is_taken_at_the_moment_in_utc_whatever_the_s
     settings.TIME_ZONE = "Asia/Tokyo"  # Django sets the process's zone too
     monkeypatch.setattr(_prices, "datetime", SimpleNamespace(datetime=FiveInTheAfternoonUTC, UTC=datetime.UTC))
     with override_toolcalling(BASE_URL="https://api.deepseek.com", API_KEY="k"):
-        price = price_for(["deepseek-chat"], "chat_completions")
+        price = price_for(["deepseek-chat"], "openai")
     # DeepSeek's off-peak rates (16:30 to 00:30 UTC), as genai-prices 0.2.3 has them; 0.27 and 1.1 the rest of the day.
     assert (price.model, price.input, price.output) == ("deepseek/deepseek-chat", Decimal("0.135"), Decimal("0.55"))
 
 
 def test_rates_genai_prices_leaves_out_are_the_input_rate_and_a_model_without_an_output_rate_is_unpriced():
     with override_toolcalling(BASE_URL=None, API_KEY="k"):
-        gpt4 = price_for(["gpt-4"], "chat_completions")  # no cached-input or cache-write rate at OpenAI
-        embedding = price_for(["text-embedding-3-small"], "chat_completions")  # an input rate only
+        gpt4 = price_for(["gpt-4"], "openai")  # no cached-input or cache-write rate at OpenAI
+        embedding = price_for(["text-embedding-3-small"], "openai")  # an input rate only
     assert (gpt4.input, gpt4.output, gpt4.cached_input, gpt4.cache_write) == (30, 60, 30, 30)
     assert embedding is None
 
@@ -102,19 +103,19 @@ def test_a_prompt_of_exactly_a_tiers_start_is_priced_below_it():
 )
 def test_an_endpoint_genai_prices_cannot_price_leaves_known_models_unpriced(settings):
     with override_toolcalling(**settings):
-        assert price_for(["gpt-4o-mini"], "chat_completions") is None
+        assert price_for(["gpt-4o-mini"], "openai") is None
 
 
 def test_a_model_nobody_knows_is_unpriced_even_at_openai():
     with override_toolcalling(BASE_URL=OPENAI):
-        assert Pricing("no-such-model-1", "chat_completions").price() is None
+        assert Pricing("no-such-model-1", "openai").price() is None
 
 
 def test_an_answer_reporting_another_model_is_priced_by_the_assistant_model_first():
     prices = {"mine": {"input": "1", "output": "1"}, "snapshot-2025": {"input": "5", "output": "5"}}
     with override_toolcalling(PRICES=prices):
-        assert Pricing("mine", "chat_completions").price("snapshot-2025").model == "mine"
-        assert Pricing("unknown", "chat_completions").price("snapshot-2025").model == "snapshot-2025"
+        assert Pricing("mine", "openai").price("snapshot-2025").model == "mine"
+        assert Pricing("unknown", "openai").price("snapshot-2025").model == "snapshot-2025"
 
 
 def test_every_problem_with_prices_is_named_at_once():
@@ -162,7 +163,7 @@ def test_bad_prices_and_currency_are_a_system_check_error():
 def test_prices_that_cannot_be_used_stop_pricing_with_every_problem_named():
     with override_toolcalling(PRICES={"m": {"input": 1.5, "output": "2"}}, CURRENCY="usd"):
         with pytest.raises(ImproperlyConfigured) as caught:
-            price_for(["m"], "chat_completions")
+            price_for(["m"], "openai")
     message = str(caught.value)
     assert message.startswith('TOOLCALLING["PRICES"] cannot be used: ') and message.endswith(".")
     assert "'m': 'input'" in message and "; CURRENCY must be a three-letter ISO 4217 code" in message
@@ -180,7 +181,7 @@ def test_configured_models_without_a_price_are_listed_by_a_warning():
 def test_a_cost_is_kept_to_ten_places_rounded_half_up_and_counts_left_out_are_none():
     rates = {"input": "0.00005", "output": "0.00025", "cached_input": "0", "cache_write": "7"}
     with override_toolcalling(PRICES={"tiny": rates}):
-        price = price_for(["tiny"], "chat_completions")
+        price = price_for(["tiny"], "openai")
     # Half of the smallest amount kept rounds up, never to the even neighbour: a token is never free.
     assert price.cost(prompt_tokens=1, completion_tokens=0) == Decimal("0.0000000001")
     assert price.cost(prompt_tokens=0, completion_tokens=1) == Decimal("0.0000000003")
@@ -195,5 +196,5 @@ def test_an_answer_is_priced_at_its_prompts_tier_and_by_the_model_it_reports_whe
     assert cost.amount == Decimal("1.5") and cost.price.input == 6  # 250,000 at the long prompts' 6 per million
     prices = {"snapshot-2025": {"input": "2", "output": "2"}}
     with override_toolcalling(PRICES=prices):
-        reported = Pricing("unknown", "chat_completions").cost("snapshot-2025", counts)
+        reported = Pricing("unknown", "openai").cost("snapshot-2025", counts)
     assert reported.price.model == "snapshot-2025" and reported.amount == Decimal("0.5")

@@ -71,7 +71,7 @@ class Turn(TurnClaim, TurnEnding):
                              context=assistant.build_context(user, conversation), stream=stream)  # fmt: skip
         self.hooks = assistant.get_hooks()
         self.meter = Meter.build(assistant, self.view.context)  # usage limits across turns, counted by the ledger
-        self.pricing = Pricing(assistant.get_model(), assistant.get_api())  # what its answers cost
+        self.pricing = Pricing(assistant.get_model(), assistant.get_price_provider())  # what its answers cost
         # token: a claim made elsewhere
         self.ledger = storage.Ledger(conversation, token, meter=self.meter, pricing=self.pricing)
         # Not stored yet (``Assistant.run`` without a conversation): the claim inserts it, and its history is

@@ -13,18 +13,23 @@ the JSON the endpoint sent (``_anthropic_reading``), as strictly as the other AP
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
-from typing import Any
-
-import anthropic
-import httpx2
-from django.utils.translation import gettext as _
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, ClassVar
 
 from ..conf import toolcalling_settings
-from ..exceptions import ModelError
+from ._base import IS_ERROR_KEY, PROVIDER_ITEMS_KEY, DeltaCallback, Features, ModelReply, ModelRequest, missing_sdk
+
+try:
+    import anthropic
+except ModuleNotFoundError as exc:  # the SDK is the optional extra: the API says so, as it is named
+    if exc.name != "anthropic":
+        raise
+    raise missing_sdk("anthropic", "anthropic", "django-toolcalling[anthropic]") from exc
+
+from . import _anthropic_clients as clients
 from . import _anthropic_reading as reading
-from ._base import IS_ERROR_KEY, PROVIDER_ITEMS_KEY, DeltaCallback, Features, ModelReply, ModelRequest
+from ._converting import content_text, function_of, image_url, no_parameters
 from ._posting import PostedModelAPI
 
 PATH = "/v1/messages"
@@ -47,12 +52,24 @@ TOOL_CHOICES = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {
 class Anthropic(PostedModelAPI):
     """Sends one Messages request and returns a validated ``ModelReply``; errors become ``ModelError``."""
 
-    features = Features(name="anthropic", reasoning_items=True)
+    features = Features(name="anthropic")
+    price_provider = "anthropic"
     client: anthropic.Anthropic
     path = PATH
+    sdk: ClassVar[ModuleType] = anthropic
+    sdk_error = anthropic.AnthropicError
 
-    def request_body(self, request: ModelRequest) -> tuple[dict[str, Any], anthropic.RequestOptions]:
-        return request_body(request)
+    @classmethod
+    def build_client(cls) -> anthropic.Anthropic:
+        return clients.build_client()
+
+    @classmethod
+    def async_client_builder(cls) -> Callable[[], anthropic.AsyncAnthropic] | None:
+        return clients.async_builder()
+
+    def request_body(self, request: ModelRequest) -> tuple[dict[str, Any], Any]:
+        body = request_body(request)
+        return body, self.request_options(body)
 
     def reply(self, data: Any, model: str) -> ModelReply:
         return reading.reply_from_message(data, model)
@@ -60,30 +77,10 @@ class Anthropic(PostedModelAPI):
     def assembler(self, model: str, on_delta: DeltaCallback) -> reading.EventAssembler:
         return reading.EventAssembler(model, on_delta)
 
-    def errors(self) -> AbstractContextManager[None]:
-        return sdk_errors()
 
-
-@contextmanager
-def sdk_errors() -> Iterator[None]:
-    """The ``anthropic`` SDK's errors around one request, as ``ModelError`` (as ``sdk_errors`` does for openai's)."""
-    try:
-        yield
-    except anthropic.APIStatusError as exc:
-        message = reading.error_message(exc.body) or exc.message
-        text = _("The model endpoint answered %(status)s: %(message)s")
-        raise ModelError(text % {"status": exc.status_code, "message": message}) from exc
-    except (anthropic.APITimeoutError, httpx2.TimeoutException) as exc:
-        raise ModelError(_("The model endpoint did not answer in time.")) from exc
-    except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
-        raise ModelError(_("Could not reach the model endpoint: %(error)s") % {"error": exc}) from exc
-    except anthropic.AnthropicError as exc:
-        raise ModelError(_("The model request failed: %(error)s") % {"error": exc}) from exc
-
-
-def request_body(request: ModelRequest) -> tuple[dict[str, Any], anthropic.RequestOptions]:
+def request_body(request: ModelRequest) -> dict[str, Any]:
     """The JSON body of ``request`` in the Messages form (cache points on the last tool and the system prompt),
-    and the SDK's options taken out of it."""
+    the SDK's options still in it."""
     system, messages = to_messages(request.messages)
     body: dict[str, Any] = {"model": request.model, "max_tokens": DEFAULT_MAX_TOKENS}
     if system:
@@ -94,21 +91,7 @@ def request_body(request: ModelRequest) -> tuple[dict[str, Any], anthropic.Reque
         body["tools"] = tools
     body["messages"] = messages
     body.update(options_for_messages({**toolcalling_settings.MODEL_OPTIONS, **request.options}))
-    return body, request_options(body)
-
-
-def request_options(body: dict[str, Any]) -> anthropic.RequestOptions:
-    """Take the SDK's per-request options (``extra_headers``, ``extra_query``, ``extra_body``, ``timeout``) out
-    of ``body``, where ``MODEL_OPTIONS`` and ``model_options`` put them, as ``create()`` would accept them."""
-    options: anthropic.RequestOptions = {}
-    if "extra_headers" in body:
-        options["headers"] = body.pop("extra_headers")
-    if "extra_query" in body:
-        options["params"] = body.pop("extra_query")
-    if "timeout" in body:
-        options["timeout"] = body.pop("timeout")
-    body.update(body.pop("extra_body", None) or {})
-    return options
+    return body
 
 
 # Building requests --------------------------------------------------------------------------------------
@@ -126,7 +109,7 @@ def to_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any
     for message in messages:
         role = message.get("role")
         if role in ("system", "developer") and not out:
-            text = _text(message.get("content"))
+            text = content_text(message.get("content"))
             if text:
                 system.append(text)
             continue
@@ -170,7 +153,7 @@ def assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
             blocks.append(block)
         elif block.get("text"):  # the API refuses empty text blocks
             blocks.append({"type": "text", "text": block["text"]})
-    text = _text(message.get("content"))
+    text = content_text(message.get("content"))
     if text and not any(block["type"] == "text" for block in issued):
         blocks.append({"type": "text", "text": text})
     blocks.extend(calls.values())
@@ -180,7 +163,7 @@ def assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
 def tool_result(message: dict[str, Any]) -> dict[str, Any]:
     """A tool message as the ``tool_result`` of the call it answers; a failed call's is marked ``is_error``."""
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.get("tool_call_id", ""),
-                             "content": _text(message.get("content"))}  # fmt: skip
+                             "content": content_text(message.get("content"))}  # fmt: skip
     if message.get(IS_ERROR_KEY):
         block["is_error"] = True
     return block
@@ -197,8 +180,7 @@ def user_blocks(content: Any) -> list[dict[str, Any]]:
         if kind == "text" and part.get("text"):
             blocks.append({"type": "text", "text": part["text"]})
         elif kind == "image_url":
-            image = part.get("image_url") or {}
-            blocks.append({"type": "image", "source": _source(image.get("url") if isinstance(image, dict) else image)})
+            blocks.append({"type": "image", "source": _source(image_url(part)[0])})
         elif kind == "file":
             blocks.append({"type": "document", "source": _source((part.get("file") or {}).get("file_data"))})
     return blocks
@@ -211,12 +193,6 @@ def _source(url: Any) -> dict[str, Any]:
         media_type, data = url[5:].split(";base64,", 1)
         return {"type": "base64", "media_type": media_type, "data": data}
     return {"type": "url", "url": url}
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return content if isinstance(content, str) else ""
 
 
 def _input(arguments: Any) -> dict[str, Any]:
@@ -233,13 +209,13 @@ def _input(arguments: Any) -> dict[str, Any]:
 
 def anthropic_tool(tool: dict[str, Any]) -> dict[str, Any]:
     """A Chat Completions tool definition as a Messages API tool (``input_schema``); others pass through."""
-    if tool.get("type") != "function" or "function" not in tool:
+    function = function_of(tool)
+    if function is None:
         return tool
-    function = tool["function"]
     converted: dict[str, Any] = {"name": function.get("name")}
     if function.get("description"):
         converted["description"] = function["description"]
-    converted["input_schema"] = function.get("parameters") or {"type": "object", "properties": {}}
+    converted["input_schema"] = function.get("parameters") or no_parameters()
     return converted
 
 

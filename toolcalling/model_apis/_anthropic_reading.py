@@ -25,22 +25,14 @@ FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool
                   "refusal": "content_filter", "pause_turn": "stop"}  # fmt: skip
 
 
-def error_message(body: Any) -> str | None:
-    """The message of the API's error object (``{"type": "error", "error": {"message": ...}}``)."""
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])
-    return None
-
-
 def reply_from_message(data: Any, requested_model: str) -> ModelReply:
     """A ``message`` object (parsed JSON) as a ``ModelReply``: its text and tool calls, and its content blocks in
     their order (``provider_items``: thinking with its signature, text, and each tool use by its id, whose input
     the stored call holds), to be sent back as they came."""
     data = read.json_object(data, "the body")
     if data.get("type") == "error":
-        raise ModelError(_("The model endpoint answered with an error: %(message)s") % {"message": error_message(data)})
+        error = _("The model endpoint answered with an error: %(message)s")
+        raise ModelError(error % {"message": read.error_message(data)})
     blocks = data.get("content")
     if not isinstance(blocks, list):
         raise invalid("the message has no content list")
@@ -67,12 +59,12 @@ def reply_from_message(data: Any, requested_model: str) -> ModelReply:
         elif not isinstance(kind, str):
             raise invalid(f"content[{n}] has no type")
         # Other block types belong to server tools the app never offers; they carry nothing to store.
-    content = "".join(text) if text else None
     stop_reason = read.string(data.get("stop_reason"))
-    if content is None and not calls and stop_reason != "refusal":
-        raise invalid("the message has neither text nor tool calls")
+    # A refusal's words are in its text blocks; a refusal without any is an empty answer.
+    content = read.answer_text("".join(text) if text else None, "" if stop_reason == "refusal" else None,
+                               bool(calls), "the message has neither text nor tool calls")  # fmt: skip
     return ModelReply(
-        content=content if content is not None or calls else "",
+        content=content,
         tool_calls=calls,
         usage=usage(data.get("usage")),
         model=read.string(data.get("model")) or requested_model,
@@ -99,7 +91,7 @@ class EventAssembler:
         kind = event.get("type")
         if kind == "error":
             text = _("The model endpoint answered with an error: %(message)s")
-            raise ModelError(text % {"message": error_message(event)})
+            raise ModelError(text % {"message": read.error_message(event)})
         if kind == "message_start":
             self.message = copy.deepcopy(read.json_object(event.get("message"), "the message of message_start"))
             return

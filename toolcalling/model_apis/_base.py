@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from asgiref.sync import sync_to_async
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext as _
 
 from ..exceptions import ModelError
@@ -98,16 +99,13 @@ class ModelReply:
 
 @dataclass(frozen=True, kw_only=True)
 class Features:
-    """What a model API can do, for the code that must know (never ``if api == ...``)."""
+    """What a model API does differently, for the code above that must know (never ``if api == ...``)."""
 
     name: str
     """The API's name, as ``TOOLCALLING["API"]`` spells it."""
-    streams: bool = True
-    """Whether answers can be streamed as text deltas."""
-    structured_output: bool = True
-    """Whether the request can carry a JSON schema the answer must follow (``response_format``)."""
-    reasoning_items: bool = False
-    """Whether answers carry items (``ModelReply.provider_items``) that later requests must send back."""
+    refuses_reasoning_model_tools: bool = False
+    """Whether the API refuses function tools with OpenAI's reasoning models (``needs_responses``): Chat
+    Completions does ("Please use /v1/responses"), so a system check warns of such an assistant."""
 
 
 class ModelAPI(abc.ABC):
@@ -118,8 +116,28 @@ class ModelAPI(abc.ABC):
     """
 
     features: ClassVar[Features]
+    price_provider: ClassVar[str | None] = None
+    """The genai-prices provider id that prices this API's answers when ``BASE_URL`` is not set (the provider
+    its SDK's default endpoint is); ``None``: none does."""
     client: Any
     """The SDK client requests go through (each API's class names its type)."""
+
+    @classmethod
+    def from_settings(cls) -> ModelAPI:
+        """The API with the clients ``TOOLCALLING`` describes (``get_model_api`` keeps one per API name)."""
+        return cls(cls.build_client(), cls.async_client_builder())
+
+    @classmethod
+    @abc.abstractmethod
+    def build_client(cls) -> Any:
+        """The SDK client ``TOOLCALLING`` describes (``CLIENT_FACTORY``, the offline model's, or one built from
+        ``API_KEY``, ``BASE_URL``, ``TIMEOUT`` and ``MAX_RETRIES``)."""
+
+    @classmethod
+    def async_client_builder(cls) -> Callable[[], Any] | None:
+        """What builds the SDK's async client of the same settings, one per event loop; ``None`` (this
+        default): ``asend`` waits for ``send`` in a thread."""
+        return None
 
     def __init__(self, client: Any, build_async_client: Callable[[], Any] | None = None) -> None:
         self.client = client
@@ -168,3 +186,11 @@ def invalid(problem: str) -> ModelError:
     """The error for an answer that is not a valid reply of its API."""
     text = _("The model endpoint answered something that is not a valid completion: %(problem)s.")
     return ModelError(text % {"problem": problem})
+
+
+def missing_sdk(api: str, package: str, extra: str) -> ImproperlyConfigured:
+    """The error of an API whose SDK is not installed (raised as its module is imported, as a Django database
+    backend does without its driver), naming the extra that installs it."""
+    return ImproperlyConfigured(
+        f"The model API {api!r} needs the {package!r} package, which is not installed: pip install {extra}"
+    )

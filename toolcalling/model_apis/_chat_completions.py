@@ -9,16 +9,16 @@ every call a usable, unique id.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, ClassVar
 
-import httpx2
 import openai
 from django.utils.translation import gettext as _
 
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
+from . import _openai_clients as clients
 from . import _reading as read
 from ._base import DeltaCallback, Features, ModelReply, ModelRequest, RequestedCall, invalid, without_side_keys
 from ._posting import PostedModelAPI
@@ -29,12 +29,25 @@ PATH = "/chat/completions"
 class ChatCompletions(PostedModelAPI):
     """Sends one Chat Completions request and returns a validated ``ModelReply``; errors become ``ModelError``."""
 
-    features = Features(name="chat_completions")
+    features = Features(name="chat_completions", refuses_reasoning_model_tools=True)
+    price_provider = "openai"
     client: openai.OpenAI
     path = PATH
+    sdk: ClassVar[ModuleType] = openai
+    sdk_error = openai.OpenAIError
+    default_request_options = {"security": {"bearer_auth": True}}
 
-    def request_body(self, request: ModelRequest) -> tuple[dict[str, Any], openai.RequestOptions]:
-        return request_body(request)
+    @classmethod
+    def build_client(cls) -> openai.OpenAI:
+        return clients.build_client()
+
+    @classmethod
+    def async_client_builder(cls) -> Callable[[], openai.AsyncOpenAI] | None:
+        return clients.async_builder()
+
+    def request_body(self, request: ModelRequest) -> tuple[dict[str, Any], Any]:
+        body = request_body(request)
+        return body, self.request_options(body)
 
     def stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
         return streamed(body)
@@ -45,27 +58,18 @@ class ChatCompletions(PostedModelAPI):
     def assembler(self, model: str, on_delta: DeltaCallback) -> StreamAssembler:
         return StreamAssembler(model, on_delta)
 
-    def errors(self) -> AbstractContextManager[None]:
-        return sdk_errors()
+    def status_hint(self, message: str) -> str:
+        """An error status that sends the site to ``/v1/responses`` (OpenAI's reasoning models refuse function
+        tools on Chat Completions) says which setting changes that."""
+        if "/v1/responses" not in message:
+            return ""
+        return " " + _(
+            'This model needs the Responses API: set TOOLCALLING["API"] (or the assistant\'s api) to "responses".'
+        )
 
 
-@contextmanager
-def sdk_errors() -> Iterator[None]:
-    """The ``openai`` SDK's errors around one request, as ``ModelError`` (for every API sent through the SDK)."""
-    try:
-        yield
-    except openai.APIStatusError as exc:
-        raise status_error(exc) from exc
-    except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
-        raise ModelError(_("The model endpoint did not answer in time.")) from exc
-    except (openai.APIConnectionError, httpx2.TransportError) as exc:
-        raise ModelError(_("Could not reach the model endpoint: %(error)s") % {"error": exc}) from exc
-    except openai.OpenAIError as exc:
-        raise ModelError(_("The model request failed: %(error)s") % {"error": exc}) from exc
-
-
-def request_body(request: ModelRequest) -> tuple[dict[str, Any], openai.RequestOptions]:
-    """The JSON body of ``request`` and the SDK's options taken out of it."""
+def request_body(request: ModelRequest) -> dict[str, Any]:
+    """The JSON body of ``request``, the SDK's options still in it."""
     body: dict[str, Any] = {
         "model": request.model,
         "messages": without_side_keys(request.messages),
@@ -74,47 +78,12 @@ def request_body(request: ModelRequest) -> tuple[dict[str, Any], openai.RequestO
     }
     if request.tools:
         body["tools"] = request.tools
-    return body, request_options(body)
+    return body
 
 
 def streamed(body: dict[str, Any]) -> dict[str, Any]:
     """The body of a streamed request, with usage in its last chunk."""
     return {**body, "stream": True, "stream_options": {"include_usage": True}}
-
-
-def request_options(body: dict[str, Any]) -> openai.RequestOptions:
-    """Take the SDK's per-request options (``extra_headers``, ``extra_query``, ``extra_body``, ``timeout``) out
-    of ``body``, where ``MODEL_OPTIONS`` and ``model_options`` put them, as ``create()`` would accept them."""
-    options: openai.RequestOptions = {"security": {"bearer_auth": True}}
-    if "extra_headers" in body:
-        options["headers"] = body.pop("extra_headers")
-    if "extra_query" in body:
-        options["params"] = body.pop("extra_query")
-    if "timeout" in body:
-        options["timeout"] = body.pop("timeout")
-    body.update(body.pop("extra_body", None) or {})
-    return options
-
-
-def status_error(exc: openai.APIStatusError) -> ModelError:
-    """The endpoint's error status as a ``ModelError``; one that sends the site to ``/v1/responses`` (OpenAI's
-    reasoning models refuse function tools on Chat Completions) says which setting changes that."""
-    message = _api_message(exc)
-    text = _("The model endpoint answered %(status)s: %(message)s") % {"status": exc.status_code, "message": message}
-    if "/v1/responses" in message:
-        text += " " + _(
-            'This model needs the Responses API: set TOOLCALLING["API"] (or the assistant\'s api) to "responses".'
-        )
-    return ModelError(text)
-
-
-def _api_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])
-    return exc.message
 
 
 # Reading answers ----------------------------------------------------------------------------------------
@@ -132,12 +101,9 @@ def reply_from_completion(data: Any, requested_model: str) -> ModelReply:
     calls = message.get("tool_calls") or []
     if not isinstance(calls, list):
         raise invalid("message.tool_calls is not a list")
-    content = read.text(message.get("content"), "message.content")
-    if content is None and not calls:
-        # A refusal is the model's answer in words; anything else without text or calls is no answer.
-        content = read.text(message.get("refusal"), "message.refusal")
-        if content is None:
-            raise invalid("the message has neither text nor tool calls")
+    content = read.answer_text(read.text(message.get("content"), "message.content"),
+                               read.text(message.get("refusal"), "message.refusal"), bool(calls),
+                               "the message has neither text nor tool calls")  # fmt: skip
     return ModelReply(
         content=content,
         tool_calls=[_call(item, f"message.tool_calls[{n}]") for n, item in enumerate(calls)],
@@ -190,11 +156,9 @@ class StreamAssembler:
         if not self.chunks:
             raise invalid("the stream carried no answer (is it a stream of server-sent events?)")
         calls = [{key: "".join(parts) for key, parts in self.calls[index].items()} for index in sorted(self.calls)]
-        content = "".join(self.text) if self.text else None
-        if content is None and not calls:  # judged as a completion is (reply_from_completion)
-            content = "".join(self.refusal) if self.refusal else None
-            if content is None:
-                raise invalid("the stream ended with neither text nor tool calls")
+        content = read.answer_text("".join(self.text) if self.text else None,
+                                   "".join(self.refusal) if self.refusal else None, bool(calls),
+                                   "the stream ended with neither text nor tool calls")  # fmt: skip
         for n, call in enumerate(calls):
             if not call["name"]:
                 raise invalid(f"streamed tool call {n} has no name")

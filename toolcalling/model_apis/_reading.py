@@ -106,6 +106,25 @@ def string(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def answer_text(text: str | None, refusal: str | None, has_calls: bool, problem: str) -> str | None:
+    """An answer's text: a refusal is the model's answer in words (when there is no other text and no call);
+    anything else without text or calls is no answer (``problem`` says so)."""
+    if text is None and not has_calls:
+        if refusal is None:
+            raise invalid(problem)
+        return refusal
+    return text
+
+
+def error_message(body: Any) -> str | None:
+    """The message of an API's error object (``{"error": {"message": ...}}``, or the object itself)."""
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+    return None
+
+
 class Assembler(Protocol):
     """What reads one API's event stream into a reply, one event (parsed JSON) at a time."""
 

@@ -14,17 +14,19 @@ Completions' (anything malformed is a ``ModelError`` before anything of it is st
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from typing import Any
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, ClassVar
 
 import openai
 from django.utils.translation import gettext as _
 
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
+from . import _openai_clients as clients
 from . import _reading as read
 from ._base import PROVIDER_ITEMS_KEY, DeltaCallback, Features, ModelReply, ModelRequest, RequestedCall, invalid
-from ._chat_completions import request_options, sdk_errors
+from ._converting import content_text, function_of, image_url, no_parameters
 from ._posting import PostedModelAPI
 
 PATH = "/responses"
@@ -44,12 +46,25 @@ def needs_responses(model: str) -> bool:
 class Responses(PostedModelAPI):
     """Sends one Responses request and returns a validated ``ModelReply``; errors become ``ModelError``."""
 
-    features = Features(name="responses", reasoning_items=True)
+    features = Features(name="responses")
+    price_provider = "openai"
     client: openai.OpenAI
     path = PATH
+    sdk: ClassVar[ModuleType] = openai
+    sdk_error = openai.OpenAIError
+    default_request_options = {"security": {"bearer_auth": True}}
 
-    def request_body(self, request: ModelRequest) -> tuple[dict[str, Any], openai.RequestOptions]:
-        return request_body(request)
+    @classmethod
+    def build_client(cls) -> openai.OpenAI:
+        return clients.build_client()
+
+    @classmethod
+    def async_client_builder(cls) -> Callable[[], openai.AsyncOpenAI] | None:
+        return clients.async_builder()
+
+    def request_body(self, request: ModelRequest) -> tuple[dict[str, Any], Any]:
+        body = request_body(request)
+        return body, self.request_options(body)
 
     def reply(self, data: Any, model: str) -> ModelReply:
         return reply_from_response(data, model)
@@ -57,15 +72,12 @@ class Responses(PostedModelAPI):
     def assembler(self, model: str, on_delta: DeltaCallback) -> EventAssembler:
         return EventAssembler(model, on_delta)
 
-    def errors(self) -> AbstractContextManager[None]:
-        return sdk_errors()
-
 
 # Building requests --------------------------------------------------------------------------------------
 
 
-def request_body(request: ModelRequest) -> tuple[dict[str, Any], openai.RequestOptions]:
-    """The JSON body of ``request`` in the Responses form, and the SDK's options taken out of it."""
+def request_body(request: ModelRequest) -> dict[str, Any]:
+    """The JSON body of ``request`` in the Responses form, the SDK's options still in it."""
     instructions, items = to_input(request.messages)
     body: dict[str, Any] = {"model": request.model}
     if instructions is not None:
@@ -75,7 +87,7 @@ def request_body(request: ModelRequest) -> tuple[dict[str, Any], openai.RequestO
     body["input"] = items
     body.update(store=False, include=["reasoning.encrypted_content"])
     body.update(options_for_responses({**toolcalling_settings.MODEL_OPTIONS, **request.options}))
-    return body, request_options(body)
+    return body
 
 
 def to_input(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
@@ -91,7 +103,7 @@ def to_input(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str,
             instructions = message["content"]
         elif role == "tool":
             items.append({"type": "function_call_output", "call_id": message.get("tool_call_id", ""),
-                          "output": _output_text(message.get("content"))})  # fmt: skip
+                          "output": content_text(message.get("content"))})  # fmt: skip
         elif role == "assistant":
             items.extend(assistant_items(message))
         else:
@@ -125,7 +137,7 @@ def assistant_items(message: dict[str, Any]) -> list[dict[str, Any]]:
             out.append((n, item))
     content = message.get("content")
     if content and not any(item["type"] == "message" for item in issued):
-        out.append((None, {"type": "message", "role": "assistant", "content": _output_text(content)}))
+        out.append((None, {"type": "message", "role": "assistant", "content": content_text(content)}))
     out.extend((None, call) for call in calls.values())
     return paired(issued, out)
 
@@ -162,13 +174,6 @@ def paired(issued: list[dict[str, Any]], out: list[tuple[int | None, dict[str, A
     return items
 
 
-def _output_text(content: Any) -> str:
-    """Text of an assistant or tool message (a list of text parts is joined)."""
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return content if isinstance(content, str) else ""
-
-
 def _input_content(content: Any) -> Any:
     """A user or system message's content: text as it is, parts in their Responses names."""
     if not isinstance(content, list):
@@ -179,10 +184,8 @@ def _input_content(content: Any) -> Any:
         if kind == "text":
             parts.append({"type": "input_text", "text": part.get("text", "")})
         elif kind == "image_url":
-            image = part.get("image_url") or {}
-            url = image.get("url") if isinstance(image, dict) else image
-            parts.append({"type": "input_image", "image_url": url, "detail": image.get("detail", "auto")
-                          if isinstance(image, dict) else "auto"})  # fmt: skip
+            url, detail = image_url(part)
+            parts.append({"type": "input_image", "image_url": url, "detail": detail})
         elif kind == "file":
             parts.append({"type": "input_file", **(part.get("file") or {})})
         else:
@@ -193,13 +196,13 @@ def _input_content(content: Any) -> Any:
 def function_tool(tool: dict[str, Any]) -> dict[str, Any]:
     """A Chat Completions tool definition as a Responses function tool. ``strict`` is said outright: the
     Responses API takes a missing one as true, which Chat Completions does not."""
-    if tool.get("type") != "function" or "function" not in tool:
+    function = function_of(tool)
+    if function is None:
         return tool
-    function = tool["function"]
     converted: dict[str, Any] = {"type": "function", "name": function.get("name")}
     if "description" in function:
         converted["description"] = function["description"]
-    converted["parameters"] = function.get("parameters", {"type": "object", "properties": {}})
+    converted["parameters"] = function.get("parameters", no_parameters())
     converted["strict"] = bool(function.get("strict", False))
     return converted
 
@@ -263,11 +266,8 @@ def reply_from_response(data: Any, requested_model: str) -> ModelReply:
         if kind in ITEM_TYPES:
             issued.append(item)
         # Other item types belong to built-in tools the app never offers; they carry nothing to store.
-    content = "".join(text) if text else None
-    if content is None and not calls:
-        content = "".join(refusals) if refusals else None  # a refusal is the model's answer in words
-        if content is None:
-            raise invalid("the response has neither text nor function calls")
+    content = read.answer_text("".join(text) if text else None, "".join(refusals) if refusals else None,
+                               bool(calls), "the response has neither text nor function calls")  # fmt: skip
     return ModelReply(
         content=content,
         tool_calls=calls,

@@ -34,11 +34,12 @@ class Cost:
 
 
 class Pricing:
-    """How one assistant's answers are priced: by the model it asks for (``Assistant.get_model()``) and the
-    model API it speaks; the model an answer reports comes second (a dated snapshot of the same model)."""
+    """How one assistant's answers are priced: by the model it asks for (``Assistant.get_model()``) at the
+    provider its model API names (``Assistant.get_price_provider()``); the model an answer reports comes second
+    (a dated snapshot of the same model)."""
 
-    def __init__(self, model: str, api: str) -> None:
-        self.model, self.api = model, api
+    def __init__(self, model: str, provider: str | None) -> None:
+        self.model, self.provider = model, provider
         self._found: dict[tuple[str, int], Price | None] = {}  # a turn prices each answer twice: meter, ledger
 
     def price(self, reported: str = "", prompt_tokens: int = 0) -> Price | None:
@@ -46,7 +47,7 @@ class Pricing:
         key = (reported, prompt_tokens)
         if key not in self._found:
             models = [self.model, reported] if reported and reported != self.model else [self.model]
-            self._found[key] = price_for(models, self.api, prompt_tokens)
+            self._found[key] = price_for(models, self.provider, prompt_tokens)
         return self._found[key]
 
     def cost(self, reported: str, usage: TokenCounts) -> Cost:

@@ -121,7 +121,7 @@ class Meter:
         counted = [Counted(c.scope, c.key, c.period, user_id if c.scope == "user" else None) for c in counted]
         unpriced = ""
         if any(limit.quantity == "cost" for limit, _key in limits):
-            pricing = Pricing(assistant.get_model(), assistant.get_api())
+            pricing = Pricing(assistant.get_model(), assistant.get_price_provider())
             unpriced = "" if pricing.priced else pricing.model
         return cls(limits, counted, unpriced)
 

@@ -24,8 +24,6 @@ COST_PLACES = Decimal("1E-10")
 MAX_COST = Decimal("9999999999.99")
 MILLION = Decimal(1_000_000)
 DATABASE_CURRENCY = "USD"  # genai-prices' prices are in US dollars
-# The provider genai-prices prices an API's requests at when no BASE_URL is set (each SDK's own default).
-DEFAULT_PROVIDERS = {"chat_completions": "openai", "responses": "openai", "anthropic": "anthropic"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,9 +135,10 @@ def configured_prices() -> dict[str, Price]:
     return toolcalling_settings.derived("prices", build)
 
 
-def database_price(model: str, api: str, prompt_tokens: int) -> Price | None:
+def database_price(model: str, provider: str | None, prompt_tokens: int) -> Price | None:
     """The model's price in genai-prices, at the provider the site's endpoint is: the provider whose API URL
-    ``BASE_URL`` is, or, without ``BASE_URL``, the default provider of the API's SDK (OpenAI; Anthropic). An
+    ``BASE_URL`` is, or, without ``BASE_URL``, ``provider``: the one the model API names as its SDK's default
+    (``ModelAPI.price_provider``: OpenAI; Anthropic). An
     endpoint genai-prices does not know (a local server, a proxy, ``CLIENT_FACTORY``, the offline model) has no
     price there: its prices are the site's to set. Tiered prices take the tier of ``prompt_tokens``."""
     s = toolcalling_settings
@@ -151,9 +150,9 @@ def database_price(model: str, api: str, prompt_tokens: int) -> Price | None:
     if s.BASE_URL:
         where["provider_api_url"] = s.BASE_URL
     else:
-        where["provider_id"] = DEFAULT_PROVIDERS.get(api)
+        where["provider_id"] = provider
     try:
-        provider, found = data_snapshot.get_snapshot().find_provider_model(model, None, **where)
+        seller, found = data_snapshot.get_snapshot().find_provider_model(model, None, **where)
     except LookupError:
         return None
     rates = found.get_prices(datetime.datetime.now(tz=datetime.UTC))
@@ -165,7 +164,7 @@ def database_price(model: str, api: str, prompt_tokens: int) -> Price | None:
     return Price(input=input_rate, output=output_rate,
                  cached_input=input_rate if cached is None else cached,
                  cache_write=input_rate if written is None else written,
-                 currency=DATABASE_CURRENCY, source="genai-prices", model=f"{provider.id}/{found.id}")  # fmt: skip
+                 currency=DATABASE_CURRENCY, source="genai-prices", model=f"{seller.id}/{found.id}")  # fmt: skip
 
 
 def _tier(rate: Any, prompt_tokens: int) -> Decimal | None:
@@ -180,15 +179,16 @@ def _tier(rate: Any, prompt_tokens: int) -> Decimal | None:
     return Decimal(applicable)
 
 
-def price_for(models: list[str], api: str, prompt_tokens: int = 0) -> Price | None:
+def price_for(models: list[str], provider: str | None, prompt_tokens: int = 0) -> Price | None:
     """The price of an answer by the first of ``models`` that has one: ``PRICES`` first for every name, then
-    genai-prices; ``None`` (unpriced) when neither knows any of them."""
+    genai-prices (at ``provider`` without ``BASE_URL``: see ``database_price``); ``None`` (unpriced) when neither
+    knows any of them."""
     configured = configured_prices()
     for model in models:
         if model in configured:
             return configured[model]
     for model in models:
-        price = database_price(model, api, prompt_tokens)
+        price = database_price(model, provider, prompt_tokens)
         if price is not None:
             return price
     return None
