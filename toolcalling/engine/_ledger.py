@@ -16,13 +16,12 @@ what decides a write (the fence, the call ids already taken, the usage rows) is 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from django.db import DatabaseError, router, transaction
 from django.db.models import F, QuerySet
@@ -31,12 +30,12 @@ from django.utils.translation import gettext as _
 
 from ..conf import toolcalling_settings
 from ..exceptions import TurnInterrupted
-from ..model_apis import ModelReply, Usage
+from ..model_apis import ModelReply, ModelRequest, Usage
 from ..models import Attachment, Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json, unique_call_ids
 from ..usage import UNPRICED, Cost, Meter, Pricing, add_cost, cost_increments
 from ..usage import Usage as Counts
-from ._memory import estimate_tokens
+from ._memory import estimated_usage
 from ._writes import (
     OPEN_CALL_STATUSES,
     RUNNING,
@@ -49,9 +48,6 @@ from ._writes import (
     write_db,
 )
 
-if TYPE_CHECKING:
-    from ..hooks import ModelRequest
-
 logger = logging.getLogger("toolcalling")
 
 P = ParamSpec("P")
@@ -63,16 +59,6 @@ def adds_to_totals(usage: Usage) -> bool:
     """Whether an answer's usage adds to its conversation's totals: tokens, or usage that is unknown (which adds
     an unpriced answer, never a cost of 0)."""
     return bool(usage.total_tokens) or not usage.known
-
-
-def estimated_usage(reply: ModelReply, request: ModelRequest) -> Usage:
-    """What an answer whose usage is unknown is taken to have used: its request (the messages and the offered
-    tools) and what it wrote, a token per four characters of their JSON, as history budgets count. Reasoning the
-    endpoint did not report is not in it: a floor, not a bound."""
-    prompt = estimate_tokens(request.messages) + len(json.dumps(request.tools, ensure_ascii=False)) // 4
-    written = (reply.content or "") + "".join(call.arguments for call in reply.tool_calls)
-    completion = len(written) // 4 + 1
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
 
 
 def retried(method: Callable[Concatenate[Ledger, P], R]) -> Callable[Concatenate[Ledger, P], R]:

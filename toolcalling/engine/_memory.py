@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..attachments import is_file_part, part_tokens
-from ..model_apis import PROVIDER_ITEMS_KEY, reasoning_items
+from ..model_apis import PROVIDER_ITEMS_KEY, ModelReply, ModelRequest, Usage, reasoning_items
 from ._history import history_items
 
 if TYPE_CHECKING:
@@ -60,6 +60,16 @@ def size(item: Item) -> int:
 
 def estimate_tokens(items: list[Item]) -> int:
     return sum(size(item) for item in items)
+
+
+def estimated_usage(reply: ModelReply, request: ModelRequest) -> Usage:
+    """What an answer whose usage is unknown is taken to have used: its request (the messages and the offered
+    tools) and what it wrote, a token per four characters of their JSON, as history budgets count. Reasoning the
+    endpoint did not report is not in it: a floor, not a bound."""
+    prompt = estimate_tokens(request.messages) + len(json.dumps(request.tools, ensure_ascii=False)) // 4
+    written = (reply.content or "") + "".join(call.arguments for call in reply.tool_calls)
+    completion = len(written) // 4 + 1
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
 
 
 class History:
