@@ -29,7 +29,10 @@ urlpatterns = [
     re_path(r"^ag-ui/?$", AGUIView.as_view(), name="ag-ui"),
     path("", include(router.urls)),
     # Last: what is left under the resources (ending in "/", so APPEND_SLASH still redirects) is a JSON 404.
+    # "[\s\S]", not ".": a decoded path may hold a line break ("%0A"), which "." would leave to Django's HTML 404.
     re_path(
-        r"^(?P<path>(?:assistants|attachments|conversations|tool-calls)/.*/)$", views.unknown_path, name="unknown-path"
+        r"^(?P<path>(?:assistants|attachments|conversations|tool-calls)/[\s\S]*/)$",
+        views.unknown_path,
+        name="unknown-path",
     ),
 ]

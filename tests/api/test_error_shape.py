@@ -28,6 +28,14 @@ def test_an_id_that_is_not_one_is_a_json_404_not_the_sites_html_page(alice):
         assert response.json() == {"detail": "Not found.", **NOT_FOUND}
 
 
+def test_an_id_with_a_line_break_is_a_json_404_too(api):
+    # A path segment may hold any character once decoded: "%0A" is a line break, which "." in a pattern skips.
+    for path in ("conversations/a%0Ab/messages/", "attachments/%0A/content/", "tool-calls/1/%0A/"):
+        response = api.post(URL + path, {}, format="json")
+        assert response.status_code == 404, path
+        assert response.json() == {"detail": "Not found.", **NOT_FOUND}, path
+
+
 def test_a_path_without_its_slash_is_still_redirected(alice):
     client = Client()
     client.force_login(alice)
