@@ -48,19 +48,19 @@ from toolcalling.testutils import override_toolcalling
 KNOWN_500: set[tuple[str, str]] = {
     *((chat, reason) for chat in ("ai-sdk/chat", "ai-sdk/chat (SSE)") for reason in (
         "a message's parts that are no list",  # "parts": 1 -> TypeError in read_request
-        "a form field nested too deep",  # messages=[[[...]]] 700 deep, form-encoded -> RecursionError
+        "a form field nested too deep",  # messages=[[[...]]] 3000 deep, form-encoded -> RecursionError
         "a decline reason with a lone surrogate or NUL",  # -> UnicodeEncodeError in approval's log_decision
         "a file part without a file name",  # -> Django's HTML 400 (SuspiciousFileOperation)
     )),
     ("ag-ui", "a decline reason with a lone surrogate or NUL"),  # "resume": [{"payload": {"reason": "\ud800"}}]
     ("ag-ui", "a runId with a lone surrogate"),  # -> PydanticSerializationError in AGUIStream.emit
-    ("approve", "a form field nested too deep"),  # arguments=[[[...]]] 700 deep, form-encoded -> RecursionError
+    ("approve", "a form field nested too deep"),  # arguments=[[[...]]] 3000 deep, form-encoded -> RecursionError
 }  # fmt: skip
 
 
 # Each example is a real request on the whole stack (a turn runs when one is asked for): a fixed, modest budget.
 EXAMPLES = hypothesis_settings(
-    max_examples=int(os.environ.get("TOOLCALLING_EVERY_BODY_EXAMPLES", 12)),
+    max_examples=int(os.environ.get("TOOLCALLING_EVERY_BODY_EXAMPLES", 15)),
     deadline=None,
     derandomize=True,
     database=None,
@@ -97,20 +97,54 @@ HUGE_TEXT = st.builds(lambda piece, n: piece * n, st.sampled_from(["a", "\x00", 
                                 st.just(1_100_000)))  # fmt: skip
 
 
+class NestedList(list):  # type: ignore[type-arg]
+    """The outermost level of a deeply nested value: JSON as a list, shown by its depth (hypothesis's printer, which
+    shows a failing example's draws, would recurse past Python's limit on the value itself)."""
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(f"<a list {depth(self)} levels deep>")
+
+
+class NestedDict(dict):  # type: ignore[type-arg]
+    """As ``NestedList``, for an object."""
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(f"<an object {depth(self)} levels deep>")
+
+
 @st.composite
 def deep(draw: Any) -> Any:
     """A value in up to 700 levels of arrays or objects: past every depth limit (and Python's recursion), and
     within them."""
-    levels = draw(st.one_of(st.integers(0, 5), st.integers(30, 40), st.integers(500, 700)))
+    levels = draw(st.one_of(st.integers(1, 5), st.integers(30, 40), st.integers(500, 700)))
     inner = draw(SCALARS)
     key = draw(st.sampled_from(["k", "messages", "parts", "arguments"]))
-    for _ in range(levels):
+    for _ in range(levels - 1):
         inner = [inner] if draw(st.booleans()) else {key: inner}
-    return inner
+    return NestedList([inner]) if draw(st.booleans()) else NestedDict({key: inner})
 
 
+def depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(depth, value), default=0)
+    return 0
+
+
+class DeepText(str):
+    """JSON text nested past Python's recursion limit, as a form field carries JSON (a JSON body cannot: the
+    encoder would stop at that limit too)."""
+
+    __slots__ = ()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(f"<JSON text {len(self) // 2} levels deep>")
+
+
+DEEP_TEXT = st.integers(1_000, 3_000).map(lambda n: DeepText("[" * n + "]" * n))
 # What any field may hold instead of what it should: every JSON type, wrong or too long or too deep.
-HOSTILE = st.one_of(VALUES, deep(), HUGE_TEXT)
+HOSTILE = st.one_of(VALUES, deep(), HUGE_TEXT, DEEP_TEXT)
 
 
 @dataclass(frozen=True)
@@ -127,8 +161,10 @@ def ref(*names: str, text: bool = False) -> st.SearchStrategy[Ref]:
 
 
 def places(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    """Every place in a body, the body itself last."""
-    if isinstance(value, dict):
+    """Every place in a body, the body itself last (a deeply nested value is one place)."""
+    if isinstance(value, (NestedList, NestedDict)):
+        pass
+    elif isinstance(value, dict):
         for key, item in value.items():
             yield from places(item, (*path, key))
     elif isinstance(value, list):
@@ -291,6 +327,8 @@ class World:
         """The body with the world's ids where it has a ``Ref``."""
         if isinstance(value, Ref):
             return str(self.ids[value.name]) if value.text else self.ids[value.name]
+        if isinstance(value, (NestedList, NestedDict)):
+            return value  # drawn without ids
         if isinstance(value, list):
             return [self.fill(v) for v in value]
         if isinstance(value, dict):
@@ -647,14 +685,6 @@ def unencodable(text: Any) -> bool:
     return isinstance(text, str) and ("\x00" in text or any("\ud800" <= c <= "\udfff" for c in text))
 
 
-def depth(value: Any) -> int:
-    if isinstance(value, dict):
-        return 1 + max(map(depth, value.values()), default=0)
-    if isinstance(value, list):
-        return 1 + max(map(depth, value), default=0)
-    return 0
-
-
 def last_parts(body: Any) -> Any:
     messages = body.get("messages") if isinstance(body, dict) else None
     last = messages[-1] if isinstance(messages, list) and messages else None
@@ -676,7 +706,7 @@ SYMPTOMS: dict[str, Any] = {
     "a form field nested too deep": lambda sent: (
         sent.encoding in ("form", "multipart")
         and isinstance(sent.body, dict)
-        and any(depth(v) > 100 for v in sent.body.values())
+        and any(isinstance(v, DeepText) or depth(v) > 100 for v in sent.body.values())
     ),
     "a decline reason with a lone surrogate or NUL": lambda sent: any(
         unencodable(r) for r in strings_under(sent.body, "reason")
