@@ -260,6 +260,15 @@ class UnsupportedAttachment(APIError):
     default_detail = _("This kind of file cannot be attached. Attach an image (PNG, JPEG, GIF, WebP) or a PDF.")
 
 
+class RequestTooLarge(APIError):
+    """A body over the site's ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (or with more fields or files than Django's limits
+    allow): Django refuses to read it, and the API says so in its own shape, not with the site's HTML 400 page."""
+
+    status_code = http.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "request_too_large"
+    default_detail = _("The request is larger than this site accepts.")
+
+
 class AttachmentTooLarge(APIError):
     """An upload larger than ``ATTACHMENTS["MAX_BYTES"]``, refused while it is read, before it reaches storage."""
 

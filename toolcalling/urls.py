@@ -28,8 +28,13 @@ urlpatterns = [
     re_path(r"^ai-sdk/chat/(?P<chat_id>[^/]+)/stream/?$", AISDKStreamView.as_view(), name="ai-sdk-stream"),
     re_path(r"^ag-ui/?$", AGUIView.as_view(), name="ag-ui"),
     path("", include(router.urls)),
-    # Last: what is left under the resources (ending in "/", so APPEND_SLASH still redirects) is a JSON 404.
+    # Last: what is left under the resources (ending in "/", so APPEND_SLASH still redirects) is a JSON 404, and
+    # so is anything under the frontends' paths, which take no slash at the end. "[\s\S]", not ".": a decoded
+    # path may hold a line break ("%0A"), which "." would leave to Django's HTML 404.
     re_path(
-        r"^(?P<path>(?:assistants|attachments|conversations|tool-calls)/.*/)$", views.unknown_path, name="unknown-path"
+        r"^(?P<path>(?:assistants|attachments|conversations|tool-calls|mcp)/[\s\S]*/)$",
+        views.unknown_path,
+        name="unknown-path",
     ),
+    re_path(r"^(?P<path>(?:ai-sdk|ag-ui)/[\s\S]*)$", views.unknown_path, name="unknown-frontend-path"),
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.http import Http404
@@ -23,12 +23,14 @@ from rest_framework.response import Response
 from rest_framework.serializers import as_serializer_error
 from rest_framework.settings import api_settings
 
-from ..exceptions import APIError, TurnError, UsageLimitExceeded
+from ..exceptions import APIError, RequestTooLarge, TurnError, UsageLimitExceeded
 from .message_json import messages_json
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """Our errors become our body; DRF's (and the site's) handler answers the rest."""
+    if isinstance(exc, (RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent)):
+        exc = RequestTooLarge()  # Django's limits on reading a body: its handler would answer an HTML 400 page
     if isinstance(exc, APIError):
         return Response(error_body(exc), status=exc.status_code, headers=_headers(exc))
     # Django's own (get_object_or_404) become DRF's, as DRF's handler would make them, so they get our keys too.
