@@ -9,8 +9,8 @@ no request answers 500 (nor logs an internal error), a refused request stores no
 
 The examples are derandomised, so every run sends the same bodies; the test runs on the suite's database (every
 pass of ``make test``), 15 examples per endpoint and user (``TOOLCALLING_EVERY_BODY_EXAMPLES=200`` for a longer
-search). The 500s other branches are fixing are let pass through ``KNOWN_500``; ``SMALLEST`` holds the smallest
-body of each, which must still fail while its entry is listed.
+search). A 500 still owed a fix is let pass through ``KNOWN_500`` (empty now); ``SMALLEST`` holds the smallest body
+of each 500 the test found, a regression test each, which must fail while its entry is listed.
 """
 
 from __future__ import annotations
@@ -45,20 +45,11 @@ from toolcalling.attachments import store
 from toolcalling.models import Attachment, Conversation, Message, ToolCall
 from toolcalling.testutils import override_toolcalling
 
-# The 500s (and the one refusal in Django's HTML) that other branches fix, as (endpoint, what in the body causes
-# it); a failure of a request whose body has that in it is let pass (``known_500``), any other fails the test.
-# Remove an entry once its fix is merged: its name is a key of SYMPTOMS, which says how it is recognised.
-KNOWN_500: set[tuple[str, str]] = {
-    *((chat, reason) for chat in ("ai-sdk/chat", "ai-sdk/chat (SSE)") for reason in (
-        "a message's parts that are no list",  # "parts": 1 -> TypeError in read_request
-        "a form field nested too deep",  # messages=[[[...]]] 3000 deep, form-encoded -> RecursionError
-        "a decline reason with a lone surrogate or NUL",  # -> UnicodeEncodeError in approval's log_decision
-        "a file part without a file name",  # -> Django's HTML 400 (SuspiciousFileOperation)
-    )),
-    ("ag-ui", "a decline reason with a lone surrogate or NUL"),  # "resume": [{"payload": {"reason": "\ud800"}}]
-    ("ag-ui", "a runId with a lone surrogate"),  # -> PydanticSerializationError in AGUIStream.emit
-    ("approve", "a form field nested too deep"),  # arguments=[[[...]]] 3000 deep, form-encoded -> RecursionError
-}  # fmt: skip
+# The 500s (or refusals in Django's HTML) a fix is still owed for, as (endpoint, what in the body causes it); a
+# failure of a request whose body has that in it is let pass (``known_500``), any other fails the test. Empty: the
+# seven this test found first are fixed, and their smallest bodies (``SMALLEST``) are plain tests now. An entry
+# added here names a key of SYMPTOMS, which says how it is recognised, and its body goes into SMALLEST.
+KNOWN_500: set[tuple[str, str]] = set()
 
 
 # Each example is a real request on the whole stack (a turn runs when one is asked for): a fixed, modest budget.
