@@ -15,7 +15,7 @@ from django.utils.translation import pgettext, pgettext_lazy
 from ..conf import toolcalling_settings
 from ..models import Attachment, Conversation, Message, ToolCall
 from ..toolkit import storable
-from ._selection import CheckedSelection
+from ._selection import CheckedSelectionAdmin
 
 
 def pretty_json(value: Any) -> str:
@@ -78,7 +78,7 @@ class ToolCallInline(ReadOnlyInline):
 
 
 @admin.register(Conversation)
-class ConversationAdmin(CheckedSelection, admin.ModelAdmin):
+class ConversationAdmin(CheckedSelectionAdmin):
     list_display = ["__str__", "user", "assistant_id", "status", "total_tokens", "cost_display", "updated_at"]
     list_filter = ["status", "origin", "assistant_id", ("user", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["title", "user__username", "id"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
@@ -12,17 +12,17 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext as _
 
 
-class CheckedSelection:
-    """Mixed into a ``ModelAdmin``: an action runs only when every selected id is one its primary key can hold.
-    Django's own lets the action's query raise (``"1.5"`` is no integer, ``"x"`` no UUID), which is a 500."""
+class CheckedSelectionAdmin(admin.ModelAdmin):
+    """A ``ModelAdmin`` whose actions run only when every selected id is one its primary key can hold. Django's
+    own lets the action's query raise (``"1.5"`` is no integer, ``"x"`` no UUID), which is a 500."""
 
     def response_action(self, request: HttpRequest, queryset: QuerySet[Any], *args: Any) -> HttpResponse | None:
-        key = self.model._meta.pk  # type: ignore[attr-defined]  # the ModelAdmin this is mixed into
+        key = self.model._meta.pk
         try:
             for value in request.POST.getlist(helpers.ACTION_CHECKBOX_NAME):
                 key.to_python(value)
         except ValidationError:
             text = _("No action was run: the selection names items this list does not have.")
-            self.message_user(request, text, messages.WARNING)  # type: ignore[attr-defined]
+            self.message_user(request, text, messages.WARNING)
             return None  # the change list answers a redirect back to itself, as for an empty selection
-        return super().response_action(request, queryset, *args)  # type: ignore[misc]
+        return super().response_action(request, queryset, *args)

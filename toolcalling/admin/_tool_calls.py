@@ -29,7 +29,7 @@ from ._actions import approve_selected, reject_selected
 from ._conversations import pretty_json
 from ._desk import count_waiting_in_app_list, desk_context, report_approved
 from ._desk_list import decide_row, list_display
-from ._selection import CheckedSelection
+from ._selection import CheckedSelectionAdmin
 from ._stats import tool_stats
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ INTERNAL: tuple[StrOrPromise, FieldOpts] = (
 
 
 @admin.register(ToolCall)
-class ToolCallAdmin(CheckedSelection, admin.ModelAdmin):
+class ToolCallAdmin(CheckedSelectionAdmin):
     """The desk: waiting calls with their tool, arguments, requester, conversation and age; decided on there."""
 
     list_display = [
