@@ -39,6 +39,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from opentelemetry import trace
 
 from toolcalling import Assistant, approval, streaming
 from toolcalling.engine import Turn
@@ -104,7 +105,8 @@ def counting() -> Iterator[list[Cost]]:
                 sys.setprofile(None)
     finally:
         gc.enable()
-    # The profile function's own exit is not a call of the block's; what the block called is.
+    # Counted with the block: the few calls of leaving it (this generator resumed, ``sys.setprofile``), the same
+    # every time.
     found.append(Cost(statements=len(queries.captured_queries), python_calls=counter.calls))
 
 
@@ -266,6 +268,9 @@ def scenarios(model: ScriptedModel, alice: Any, monkeypatch: pytest.MonkeyPatch)
     # Every text piece its own delta event: how many pieces a window gathers depends on the clock, and a
     # count that depended on it would not repeat.
     monkeypatch.setattr(_deltas, "WINDOW", 0.0)
+    # No tracer provider, as on a site that set none: the spans cost the same whether or not a test of the
+    # session set OpenTelemetry's global one first (it can be set once per process, so it stays).
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
     carol = get_user_model().objects.create_user("carol", password="pw", is_staff=True)
     carol.user_permissions.add(*Permission.objects.filter(codename="approve_toolcall"))
     return Scenarios(model, alice, get_user_model().objects.get(pk=carol.pk))
