@@ -4,9 +4,10 @@ to run for the same code, so a change that adds work to a turn fails here until 
 says why.
 
 Counted for the turn alone (its set-up is not), after an identical turn has warmed the process up (imports,
-connections, caches, the period's usage counter rows): the statements sent on the default database, and the
-functions called by the test's own thread (``sys.setprofile`` is per thread, so the strict model server's
-threads are not counted), with the garbage collector off so that no finaliser runs inside the count.
+connections, caches, the period's usage counter rows), both on a thread the test starts for its turns: the
+statements sent on that thread's connection to the default database, and the functions it calls
+(``sys.setprofile`` is per thread, so the strict model server's threads are not counted), with the garbage
+collector off so that no finaliser runs inside the count.
 
 Each pass of ``make test`` (a database and a model API) holds its own budgets. Statements are held exactly. Calls
 repeat exactly but for a dozen or so (the order of a set of join aliases Django's query compiler walks depends on
@@ -25,6 +26,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,7 +39,7 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.db import connection
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 from opentelemetry import trace
 
@@ -119,7 +121,8 @@ Counted = tuple[Callable[[], Any], Callable[[Any], None]]
 class Scenarios:
     """The turns whose cost is held, each set up afresh when asked for, on this pass's database and model API."""
 
-    def __init__(self, model: ScriptedModel, user: Any, approver: Any) -> None:
+    def __init__(self, model: ScriptedModel, user: Any, approver: Any, thread: ThreadPoolExecutor) -> None:
+        self.thread = thread  # the one thread the turns run on, warm-up and count alike
         self.model = model
         self.user = user
         self.approver = approver
@@ -197,13 +200,18 @@ class Scenarios:
 SCENARIOS = ["first_turn", "turn_at_20", "gated_continuation", "streamed_turn"]
 
 
-def measure(scenarios: Scenarios, name: str) -> Cost:
-    """The scenario's cost, counted on a turn set up afresh."""
-    turn, check = getattr(scenarios, name)()
+def counted(turn: Callable[[], Any]) -> tuple[Any, Cost]:
     with counting() as found:
         outcome = turn()
+    return outcome, found[0]
+
+
+def measure(scenarios: Scenarios, name: str) -> Cost:
+    """The scenario's cost, counted on a turn set up afresh and run on the test's turn thread."""
+    turn, check = getattr(scenarios, name)()
+    outcome, cost = scenarios.thread.submit(counted, turn).result()
     check(outcome)
-    return found[0]
+    return cost
 
 
 # The budgets ---------------------------------------------------------------------------------------------
@@ -264,7 +272,7 @@ def over(cost: Cost, budget: dict[str, Any]) -> bool:
 
 
 @pytest.fixture
-def scenarios(model: ScriptedModel, alice: Any, monkeypatch: pytest.MonkeyPatch) -> Scenarios:
+def scenarios(model: ScriptedModel, alice: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Scenarios]:
     # Every text piece its own delta event: how many pieces a window gathers depends on the clock, and a
     # count that depended on it would not repeat.
     monkeypatch.setattr(_deltas, "WINDOW", 0.0)
@@ -273,7 +281,15 @@ def scenarios(model: ScriptedModel, alice: Any, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
     carol = get_user_model().objects.create_user("carol", password="pw", is_staff=True)
     carol.user_permissions.add(*Permission.objects.filter(codename="approve_toolcall"))
-    return Scenarios(model, alice, get_user_model().objects.get(pk=carol.pk))
+    approver = get_user_model().objects.get(pk=carol.pk)
+    # The turns run on a thread of their own, not the test's: a session's browser tests leave an event loop
+    # running in the test's thread (Playwright's), and with one there every database operation asks more of
+    # Django's async-safety check.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="turn-budget") as thread:
+        try:
+            yield Scenarios(model, alice, approver, thread)
+        finally:
+            thread.submit(connections.close_all).result()  # that thread's connections only
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
