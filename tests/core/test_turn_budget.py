@@ -10,9 +10,9 @@ statements sent on that thread's connection to the default database, and the fun
 collector off so that no finaliser runs inside the count.
 
 Each pass of ``make test`` (a database and a model API) holds its own budgets. Statements are held exactly. Calls
-repeat exactly but for a dozen or so (the order of a set of join aliases Django's query compiler walks depends on
-the process's hash seed): more than ``ABOVE`` over the budget fails, and more than ``BELOW`` under it fails too,
-asking to lower the budget so the gain is kept. Recording (docs/development.md)::
+repeat exactly but for up to some twenty (the order in which Django's query compiler walks a set of join aliases
+follows the process's hash seed): more than ``ABOVE`` over the budget fails, and more than ``BELOW`` under it
+fails too, asking to lower the budget so the gain is kept. Recording (docs/development.md)::
 
     TOOLCALLING_RECORD_BUDGET=1 TOOLCALLING_BUDGET_WHY="what raised it" python -m pytest tests/core/test_turn_budget.py
 
@@ -50,7 +50,7 @@ from toolcalling.streaming import _deltas
 from toolcalling.testing import ScriptedModel
 
 BUDGET_FILE = Path(__file__).with_name("turn_budget.json")
-ABOVE = 0.01  # calls more than 1 % over their budget fail: some 200 to 400 calls, the cost of one more query
+ABOVE = 0.01  # calls more than 1 % over their budget fail: 180 to 370 calls (one more ORM query costs some 600)
 BELOW = 0.05  # calls more than 5 % under their budget fail too: lower the budget, keep the gain
 NOISE = 0.002  # calls vary by less from run to run: recording keeps the old number within it
 RECORD = os.environ.get("TOOLCALLING_RECORD_BUDGET") == "1"
@@ -93,7 +93,7 @@ class CallCounter:
 
 @contextmanager
 def counting() -> Iterator[list[Cost]]:
-    """The block's statements and Python calls, in the list it gives, once the block has ended."""
+    """The block's statements and function calls, in the list it gives, once the block has ended."""
     found: list[Cost] = []
     counter = CallCounter()
     gc.collect()
@@ -240,7 +240,7 @@ def verdict(metric: str, count: int, budget: int) -> str | None:
 
 
 def settled(old: int, new: int) -> int:
-    """The number to record: the old one while the new is within the run-to-run noise of Python calls."""
+    """The number of calls to record: the old one while the new is within the run-to-run noise."""
     return old if abs(new - old) <= old * NOISE else new
 
 
@@ -253,9 +253,9 @@ def record(name: str, database: str, api: str, cost: Cost) -> None:
         cost = Cost(cost.statements, settled(old["python_calls"], cost.python_calls))
     raised = old is None or cost.statements > old["statements"] or cost.python_calls > old["python_calls"]
     if raised and not WHY:
-        was = "none" if old is None else f"{old['statements']} statements, {old['python_calls']} Python calls"
+        was = "none" if old is None else f"{old['statements']} statements, {old['python_calls']} calls"
         pytest.fail(
-            f"{name} on {database} + {api}: {cost.statements} statements, {cost.python_calls} Python calls (was"
+            f"{name} on {database} + {api}: {cost.statements} statements, {cost.python_calls} calls (was"
             f" {was}). Say why it rises: TOOLCALLING_BUDGET_WHY='…' with TOOLCALLING_RECORD_BUDGET=1."
         )
     entries[api] = {**asdict(cost), "why": WHY if raised or old is None else old["why"]}
@@ -273,6 +273,8 @@ def over(cost: Cost, budget: dict[str, Any]) -> bool:
 
 @pytest.fixture
 def scenarios(model: ScriptedModel, alice: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Scenarios]:
+    if "MUTANT_UNDER_TEST" in os.environ:  # set in each of mutmut's phases, its clean run too (make mutation)
+        pytest.skip("the budgets are the app's code as written, not under mutmut's trampolines")
     # Every text piece its own delta event: how many pieces a window gathers depends on the clock, and a
     # count that depended on it would not repeat.
     monkeypatch.setattr(_deltas, "WINDOW", 0.0)
@@ -328,7 +330,7 @@ def test_every_pass_of_make_test_has_a_budget_with_its_reason() -> None:
             assert entry["why"].strip(), f"{name} on {database} + {api}: say why the budget was last raised"
 
 
-def test_the_tolerance_fails_a_few_percent_more_calls_and_any_other_number_of_statements() -> None:
+def test_calls_may_be_1_percent_over_or_5_under_their_budget_and_statements_not_one_either_way() -> None:
     assert verdict("python_calls", 10_100, 10_000) is None
     assert "over the budget" in (verdict("python_calls", 10_101, 10_000) or "")
     assert verdict("python_calls", 9_500, 10_000) is None
