@@ -9,41 +9,24 @@ every call a usable, unique id.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any
 
-import openai
 from django.utils.translation import gettext as _
 
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
-from . import _openai_clients as clients
 from . import _reading as read
 from ._base import DeltaCallback, Features, ModelReply, ModelRequest, RequestedCall, invalid, without_side_keys
-from ._posting import PostedModelAPI
+from ._openai_clients import OpenAIPostedAPI
 
 PATH = "/chat/completions"
 
 
-class ChatCompletions(PostedModelAPI):
+class ChatCompletions(OpenAIPostedAPI):
     """Sends one Chat Completions request and returns a validated ``ModelReply``; errors become ``ModelError``."""
 
     features = Features(name="chat_completions", refuses_reasoning_model_tools=True)
-    price_provider = "openai"
-    client: openai.OpenAI
     path = PATH
-    sdk: ClassVar[ModuleType] = openai
-    sdk_error = openai.OpenAIError
-    default_request_options = {"security": {"bearer_auth": True}}
-
-    @classmethod
-    def build_client(cls) -> openai.OpenAI:
-        return clients.build_client()
-
-    @classmethod
-    def async_client_builder(cls) -> Callable[[], openai.AsyncOpenAI] | None:
-        return clients.async_builder()
 
     def request_body(self, request: ModelRequest) -> tuple[dict[str, Any], Any]:
         body = request_body(request)

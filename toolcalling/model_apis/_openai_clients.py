@@ -1,15 +1,36 @@
-"""The ``openai`` SDK's clients as settings describe them, for the APIs sent through it (Chat Completions,
-Responses)."""
+"""The model APIs sent through the ``openai`` SDK (Chat Completions, Responses): their clients as settings describe
+them, the SDK's errors and request options, and OpenAI's prices."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from types import ModuleType
+from typing import Any, ClassVar
 
 import openai
 from django.utils.module_loading import import_string
 
 from ..conf import OFFLINE_CLIENT_FACTORY, toolcalling_settings
+from ._posting import PostedModelAPI
+
+
+class OpenAIPostedAPI(PostedModelAPI):
+    """What the APIs of the ``openai`` SDK share: their clients, the SDK's errors and request options, and the
+    provider genai-prices prices them at without a ``BASE_URL``."""
+
+    price_provider = "openai"
+    client: openai.OpenAI
+    sdk: ClassVar[ModuleType] = openai
+    sdk_error = openai.OpenAIError
+    default_request_options = {"security": {"bearer_auth": True}}
+
+    @classmethod
+    def build_client(cls) -> openai.OpenAI:
+        return build_client()
+
+    @classmethod
+    def async_client_builder(cls) -> Callable[[], openai.AsyncOpenAI] | None:
+        return async_builder()
 
 
 def build_client() -> openai.OpenAI:

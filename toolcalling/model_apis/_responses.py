@@ -14,20 +14,16 @@ Completions' (anything malformed is a ``ModelError`` before anything of it is st
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any
 
-import openai
 from django.utils.translation import gettext as _
 
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
-from . import _openai_clients as clients
 from . import _reading as read
 from ._base import PROVIDER_ITEMS_KEY, DeltaCallback, Features, ModelReply, ModelRequest, RequestedCall, invalid
 from ._converting import content_text, function_of, image_url, no_parameters
-from ._posting import PostedModelAPI
+from ._openai_clients import OpenAIPostedAPI
 
 PATH = "/responses"
 
@@ -43,24 +39,11 @@ def needs_responses(model: str) -> bool:
     return model.startswith(RESPONSES_ONLY_PREFIXES)
 
 
-class Responses(PostedModelAPI):
+class Responses(OpenAIPostedAPI):
     """Sends one Responses request and returns a validated ``ModelReply``; errors become ``ModelError``."""
 
     features = Features(name="responses")
-    price_provider = "openai"
-    client: openai.OpenAI
     path = PATH
-    sdk: ClassVar[ModuleType] = openai
-    sdk_error = openai.OpenAIError
-    default_request_options = {"security": {"bearer_auth": True}}
-
-    @classmethod
-    def build_client(cls) -> openai.OpenAI:
-        return clients.build_client()
-
-    @classmethod
-    def async_client_builder(cls) -> Callable[[], openai.AsyncOpenAI] | None:
-        return clients.async_builder()
 
     def request_body(self, request: ModelRequest) -> tuple[dict[str, Any], Any]:
         body = request_body(request)
