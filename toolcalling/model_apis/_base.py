@@ -179,7 +179,8 @@ def without_side_keys(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     the messages that carry one are copied."""
     if not any(key in m for m in messages for key in SIDE_KEYS):
         return messages
-    return [{k: v for k, v in m.items() if k not in SIDE_KEYS} for m in messages]
+    return [{k: v for k, v in m.items() if k not in SIDE_KEYS} if any(key in m for key in SIDE_KEYS) else m
+            for m in messages]  # fmt: skip
 
 
 def invalid(problem: str) -> ModelError:
