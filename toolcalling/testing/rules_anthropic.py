@@ -152,7 +152,7 @@ def validate_messages_request(
     names = validate_tools(body.get("tools"), errors)
     validate_tool_choice(body.get("tool_choice"), names, errors)
     validate_thinking(body, errors)
-    validate_output_config(body.get("output_config"), errors)
+    validate_output_config(body.get("output_config"), errors, body.get("model"))
     _validate_messages(body, issued, errors)
     points = _cache_points(body)
     if points > MAX_CACHE_POINTS:
