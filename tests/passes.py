@@ -4,9 +4,10 @@
 A test is marked ``database`` by a rule that holds for every test, new ones included: its group (directory), a
 fixture that commits for real or reaches the test database from another thread or process, a ``django_db`` marker
 or test case class with real transactions or other connections, or a module that reads which database it is, routes
-between connections, counts the SQL sent or locks rows. The few others say ``@pytest.mark.database`` themselves.
-Tests that cannot depend on the database (the packaging, documentation and schemathesis runs) say
-``@pytest.mark.once`` or are in a group of ``ONCE_GROUPS``; no rule puts them in a database pass.
+between connections, counts the SQL sent, locks rows or runs migrations. The few others say
+``@pytest.mark.database`` themselves. Tests that cannot depend on the database (the packaging, documentation and
+schemathesis runs) say ``@pytest.mark.once`` or are in a group of ``ONCE_GROUPS``; no rule puts them in a database
+pass.
 ``tests/core/test_passes.py`` checks the rules against a real collection.
 """
 
@@ -45,9 +46,10 @@ FIXTURES = frozenset(
 )
 
 # A module that says any of these reads the database's own behaviour: which database it is, a router between
-# connections, the statements a request sends, row locks.
+# connections, the statements a request sends, row locks, migrations run on stored rows.
 SQL = re.compile(
     r"\.vendor\b|DATABASE_ROUTERS|CaptureQueriesContext|django_assert_(max_)?num_queries|select_for_update"
+    r"|MigrationExecutor"
 )
 
 # Groups that cannot depend on the database: they build and install the package, the documentation site, a new site
