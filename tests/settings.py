@@ -34,7 +34,12 @@ INSTALLED_APPS = [
     "tests.testapp",
     "tests.approvalapp",
     "demo_site.shop",  # the demo shop is tested like any site using the app
+    # Django's Tasks framework (the backport on Django 5.2) and its database backend, for the tests that run the
+    # background jobs with TOOLCALLING["TASKS"] = "django" on a db_worker process (tests/services.py).
+    "django_tasks",
+    "django_tasks_db",
 ]
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": []}}  # QUEUES []: any queue
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -167,6 +172,8 @@ if os.environ.get("TOOLCALLING_TEST_WORKER"):
     CELERY_TASK_ALWAYS_EAGER = False
     DATABASES["default"]["NAME"] = os.environ["TOOLCALLING_TEST_DB_NAME"]
     TOOLCALLING["BASE_URL"] = os.environ["TOOLCALLING_TEST_BASE_URL"]
+    # A db_worker (tests/services.py): the jobs it runs queue the jobs after them as Django Tasks too.
+    TOOLCALLING["TASKS"] = os.environ.get("TOOLCALLING_TEST_TASKS", "celery")
 
 # The MCP stdio tests start the command with approval e-mails on the console backend, as the demo site has
 # them, to see that none of it reaches the protocol's stdout (tests/testapp/apps.py connects the receiver).
