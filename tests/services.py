@@ -305,7 +305,7 @@ def task_worker_command() -> list[str]:
     return [sys.executable, "-m", "django", "db_worker", "--interval", "0.05", "--no-startup-delay", "--no-reload"]
 
 
-def start_task_worker(log: Path, *, db_name: str, base_url: str, env: dict[str, str]) -> subprocess.Popen:
+def start_task_worker(log: Path, *options: str, db_name: str, base_url: str, env: dict[str, str]) -> subprocess.Popen:
     """A ``db_worker`` process of the test site with ``TOOLCALLING["TASKS"] = "django"``, on pytest-django's test
     database and a test model server (``env`` adds what else its settings read), as ``start_worker`` starts Celery's.
     """
@@ -318,7 +318,7 @@ def start_task_worker(log: Path, *, db_name: str, base_url: str, env: dict[str, 
         "TOOLCALLING_TEST_BASE_URL": base_url,
         **env,
     }
-    command = task_worker_command()
+    command = [*task_worker_command(), *options]
     return subprocess.Popen(command, cwd=ROOT, env=environment, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 

@@ -174,6 +174,8 @@ if os.environ.get("TOOLCALLING_TEST_WORKER"):
     TOOLCALLING["BASE_URL"] = os.environ["TOOLCALLING_TEST_BASE_URL"]
     # A db_worker (tests/services.py): the jobs it runs queue the jobs after them as Django Tasks too.
     TOOLCALLING["TASKS"] = os.environ.get("TOOLCALLING_TEST_TASKS", "celery")
+    if os.environ.get("TOOLCALLING_TEST_NO_MODEL"):  # a worker started without the model's settings
+        del TOOLCALLING["API_KEY"], TOOLCALLING["BASE_URL"]
 
 # The MCP stdio tests start the command with approval e-mails on the console backend, as the demo site has
 # them, to see that none of it reaches the protocol's stdout (tests/testapp/apps.py connects the receiver).

@@ -1,0 +1,93 @@
+"""What holds on either task runner (``TOOLCALLING["TASKS"]``: Celery's worker, Django's Tasks on a db_worker): the
+sweep, run as a task on the worker, continues what a lost continuation left waiting; and a worker started without
+the model's settings says so as it starts, and the continuation that fails there names them."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from tests import services
+from tests.approval.conftest import WORKER_ENV
+from tests.approval.test_worker import final_answer, gated_call
+from tests.celery_app import app as celery_app
+from toolcalling import approval, engine
+from toolcalling.models import Conversation, ToolCall
+
+
+def queue_on(task_runner, name, *args, queue=None):
+    """Queue the task ``name`` on the runner, as the app would, or on ``queue`` (only a test's own worker reads it)."""
+    if task_runner == "django":
+        from toolcalling import django_tasks
+
+        task = getattr(django_tasks, name.removeprefix("toolcalling."))
+        (task.using(queue_name=queue) if queue else task).enqueue(*args)
+    else:
+        celery_app.tasks[name].apply_async(args, **({"queue": queue} if queue else {}))
+
+
+def decided_without_its_continuation(api, ops, model, approver, monkeypatch):
+    """A conversation whose only gated call was rejected, its continuation never queued (as if the queue lost it)."""
+    call = gated_call(api, ops, model, "lost")
+    monkeypatch.setattr("toolcalling.approval._runs.enqueue_continue", lambda conversation_id: None)
+    approval.reject(call, approver, "not now")
+    monkeypatch.undo()
+    assert Conversation.objects.get(pk=ops["id"]).status == "awaiting_approval"
+    assert ToolCall.objects.get(pk=call.pk).status == "rejected"
+    return call
+
+
+@pytest.mark.each_runner
+def test_the_sweep_run_on_the_worker_continues_a_conversation_whose_continuation_was_lost(
+    task_runner, api, ops, approver, worker_model, monkeypatch
+):
+    decided_without_its_continuation(api, ops, worker_model, approver, monkeypatch)
+    # More than a minute ago: a continuation may no longer be on its way.
+    Conversation.objects.filter(pk=ops["id"]).update(updated_at=timezone.now() - timedelta(minutes=2))
+    worker_model.reply("Not bumped, as you decided.")
+    queue_on(task_runner, "toolcalling.expire_waiting_tool_calls")
+    assert final_answer(api, ops)[-1]["content"] == "Not bumped, as you decided."
+    worker_model.assert_done()
+
+
+QUEUE = "workers-without-a-model"
+# No model settings in the worker: none in its TOOLCALLING (tests/settings.py) and none in its environment.
+NO_MODEL = {"TOOLCALLING_TEST_NO_MODEL": "1", "OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
+
+
+@pytest.mark.each_runner
+def test_a_worker_without_the_model_settings_warns_at_start_and_its_failed_continuation_names_them(
+    task_runner, transactional_db, redis_server, api, ops, approver, model, monkeypatch, tmp_path
+):
+    decided_without_its_continuation(api, ops, model, approver, monkeypatch)
+    log = tmp_path / "worker.log"
+    db_name = str(connection.settings_dict["NAME"])
+    if task_runner == "django":
+        process = services.start_task_worker(log, "--queue-name", QUEUE, db_name=db_name, base_url="", env=NO_MODEL)
+        wait = services.wait_for_task_worker
+        started = "This task worker (db_worker) cannot reach the model"
+    else:
+        options = ("--pool=threads", "--concurrency=1", "-Q", QUEUE, "--hostname", "without-a-model@%h")
+        process = services.start_worker(log, *options, db_name=db_name, base_url="", env={**WORKER_ENV, **NO_MODEL})
+        wait = services.wait_for_worker
+        started = "This Celery worker cannot reach the model"
+    try:
+        wait(process, log)
+        services.wait_until(lambda: started in log.read_text(), what="the worker's warning")
+        assert "OPENAI_API_KEY is not set in its environment" in log.read_text()
+        with services.celery_conf(celery_app, task_always_eager=False):
+            queue_on(task_runner, engine.CONTINUE_CONVERSATION, ops["id"], queue=QUEUE)
+
+        def failed():
+            conversation = Conversation.objects.get(pk=ops["id"])
+            return conversation if conversation.status == "failed" else None
+
+        conversation = services.wait_until(failed, what="the continuation to fail on the worker")
+    finally:
+        services.stop_worker(process, log)
+    worker = "a task worker (db_worker)" if task_runner == "django" else "a Celery worker"
+    assert f"This ran on {worker} whose settings cannot reach the model" in conversation.error
+    assert "TOOLCALLING has no API_KEY and no BASE_URL here" in conversation.error
+    assert "OPENAI_API_KEY is not set in its environment" in conversation.error
+    model.assert_done()  # the web process's model was never asked to continue
