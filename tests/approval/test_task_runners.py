@@ -1,19 +1,21 @@
 """What holds on either task runner (``TOOLCALLING["TASKS"]``: Celery's worker, Django's Tasks on a db_worker): the
 sweep, run as a task on the worker, continues what a lost continuation left waiting; and a worker started without
-the model's settings says so as it starts, and the continuation that fails there names them."""
+the model's settings says so as it starts, and the continuation that fails there names them; and background
+messages racing for one conversation run one turn there."""
 
 from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from tests import services
 from tests.approval.conftest import WORKER_ENV
-from tests.approval.test_worker import final_answer, gated_call
+from tests.approval.test_worker import final_answer, gated_call, race
 from tests.celery_app import app as celery_app
 from toolcalling import approval, engine
-from toolcalling.models import Conversation, ToolCall
+from toolcalling.models import Conversation, Message, ToolCall
 
 
 def queue_on(task_runner, name, *args, queue=None):
@@ -91,3 +93,27 @@ def test_a_worker_without_the_model_settings_warns_at_start_and_its_failed_conti
     assert "TOOLCALLING has no API_KEY and no BASE_URL here" in conversation.error
     assert "OPENAI_API_KEY is not set in its environment" in conversation.error
     model.assert_done()  # the web process's model was never asked to continue
+
+
+@pytest.mark.each_runner
+def test_background_messages_racing_for_one_conversation_run_one_turn_on_the_worker(alice, ops, worker_model):
+    worker_model.reply("Answered once.")
+
+    def send():
+        client = APIClient()
+        client.force_authenticate(alice)
+        url = f"/api/toolcalling/conversations/{ops['id']}/messages/"
+        return client.post(url, {"content": "anyone there?", "background": True}, format="json")
+
+    responses = race(*[send] * 4)
+    assert sorted(r.status_code for r in responses) == [202, 409, 409, 409], [r.content for r in responses]
+    assert {r.json()["code"] for r in responses if r.status_code == 409} == {"conversation_busy"}
+
+    def answered():
+        conversation = Conversation.objects.get(pk=ops["id"])
+        return conversation.status == "idle" and Message.objects.filter(conversation=conversation, role="assistant")
+
+    [answer] = services.wait_until(answered, what="the worker to run the turn")
+    assert answer.content == "Answered once."
+    assert Message.objects.filter(conversation_id=ops["id"], role="user").count() == 1
+    worker_model.assert_done()
