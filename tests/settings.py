@@ -3,6 +3,7 @@
 import importlib.util
 import os
 
+import django
 from django.core.exceptions import ImproperlyConfigured
 
 from tests.mariadb import CHARSET, COLLATION, MARIADB_PASSWORD, MARIADB_USER
@@ -34,9 +35,9 @@ INSTALLED_APPS = [
     "tests.testapp",
     "tests.approvalapp",
     "demo_site.shop",  # the demo shop is tested like any site using the app
-    # Django's Tasks framework (the backport on Django 5.2) and its database backend, for the tests that run the
-    # background jobs with TOOLCALLING["TASKS"] = "django" on a db_worker process (tests/services.py).
-    "django_tasks",
+    # Django's Tasks framework's database backend, for the tests that run the background jobs with
+    # TOOLCALLING["TASKS"] = "django" on a db_worker process (tests/services.py); before Django 6 the backport too.
+    *(["django_tasks"] if django.VERSION < (6, 0) else []),
     "django_tasks_db",
 ]
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": []}}  # QUEUES []: any queue
