@@ -87,7 +87,7 @@ MEANINGS = {
     ),
     "TASKS": (
         'what runs the background jobs (approved calls, continuations, background turns, the sweep): `"celery"` '
-        '(the site\'s Celery app) or `"django"` (Django\'s Tasks framework and `settings.TASKS`, extra `[tasks]` on '
+        "(the site's Celery app) or `\"django\"` (Django's Tasks framework and `settings.TASKS`, extra `[tasks]` on "
         "Django 5.2; see [without Celery](../guides/deployment.md#without-celery))"
     ),
     "APPROVER_MAY_BE_REQUESTER": (
