@@ -1,8 +1,10 @@
 """What holds on either task runner (``TOOLCALLING["TASKS"]``: Celery's worker, Django's Tasks on a db_worker): the
 sweep, run as a task on the worker, continues what a lost continuation left waiting; and a worker started without
 the model's settings says so as it starts, and the continuation that fails there names them; and background
-messages racing for one conversation run one turn there."""
+messages racing for one conversation run one turn there. A db_worker killed mid-run never runs the call again,
+as a Celery worker does not (tests/approval/test_worker_dies.py)."""
 
+import signal
 from datetime import timedelta
 
 import pytest
@@ -13,8 +15,10 @@ from rest_framework.test import APIClient
 from tests import services
 from tests.approval.conftest import WORKER_ENV
 from tests.approval.test_worker import final_answer, gated_call, race
+from tests.approvalapp.models import Counter
 from tests.celery_app import app as celery_app
 from toolcalling import approval, engine
+from toolcalling.conf import toolcalling_settings
 from toolcalling.models import Conversation, Message, ToolCall
 
 
@@ -117,3 +121,60 @@ def test_background_messages_racing_for_one_conversation_run_one_turn_on_the_wor
     assert answer.content == "Answered once."
     assert Message.objects.filter(conversation_id=ops["id"], role="user").count() == 1
     worker_model.assert_done()
+
+
+DYING_QUEUE = "task-runs-that-die"
+
+
+@pytest.mark.parametrize("task_runner", ["django"])  # Celery's: tests/approval/test_worker_dies.py
+def test_a_task_worker_killed_mid_run_never_runs_the_call_again(
+    task_runner, api, ops, approver_api, worker_model, tmp_path, monkeypatch
+):
+    from django_tasks_db.models import DBTaskResult
+
+    from toolcalling import django_tasks
+
+    # Approved runs go to a queue only the doomed worker reads; the session's workers continue the conversation.
+    monkeypatch.setattr(
+        django_tasks, "run_approved_tool_call", django_tasks.run_approved_tool_call.using(queue_name=DYING_QUEUE)
+    )
+    db_name = str(connection.settings_dict["NAME"])
+    log = tmp_path / "dying.log"
+    doomed = services.start_task_worker(log, "--queue-name", DYING_QUEUE, db_name=db_name, base_url="", env={})
+    try:
+        services.wait_for_task_worker(doomed, log)
+        release_file = tmp_path / "never"
+        worker_model.call("slow_bump", {"name": "doomed", "release_file": str(release_file)})
+        call_id = api.post(
+            f"/api/toolcalling/conversations/{ops['id']}/messages/", {"content": "bump slowly"}, format="json"
+        ).json()["awaiting_approval"][0]["id"]
+        assert approver_api.post(f"/api/toolcalling/tool-calls/{call_id}/approve/").status_code == 200
+        services.wait_until(
+            lambda: Counter.objects.filter(name="doomed", value=1).exists(), what="the tool to start on the worker"
+        )
+        assert int((tmp_path / "never.pid").read_text()) == doomed.pid  # it runs on the worker we kill
+        assert ToolCall.objects.get(pk=call_id).status == "running"
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait(timeout=10)
+    finally:
+        if doomed.poll() is None:
+            doomed.kill()
+            doomed.wait(timeout=10)
+    # The task stays claimed by the dead worker: a new worker on the queue finds nothing to run, and exits.
+    [task] = DBTaskResult.objects.filter(queue_name=DYING_QUEUE)
+    assert task.status == "RUNNING"
+    revived_log = tmp_path / "revived.log"
+    revived = services.start_task_worker(
+        revived_log, "--queue-name", DYING_QUEUE, "--batch", db_name=db_name, base_url="", env={}
+    )
+    assert revived.wait(timeout=60) == 0, revived_log.read_text()
+    assert "No more tasks to run" in revived_log.read_text()
+    assert ToolCall.objects.get(pk=call_id).status == "running"
+
+    # The sweep ends the run after its lease; the model is told, on the session's workers, and the tool ran once.
+    worker_model.reply("Sorry, that may or may not have happened.")
+    later = timezone.now() + timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT + 1)
+    approval.sweep(now=later)
+    assert ToolCall.objects.get(pk=call_id).status != "running"
+    assert final_answer(api, ops)[-1]["content"] == "Sorry, that may or may not have happened."
+    assert Counter.objects.get(name="doomed").value == 1  # ran once, never again
