@@ -79,14 +79,17 @@ def celery_worker_process(
         yield process
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def task_worker_processes(
     model_switchboard: tuple[services.Switchboard, str],
     django_db_setup: Any,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[list[subprocess.Popen]]:
-    """Two db_worker processes for the session (Django's Tasks, ``TASKS = "django"``), started after the test
-    database exists: two, so tasks of one conversation can run at once, as on the Celery worker's threads."""
+    """Two db_worker processes for the module (Django's Tasks, ``TASKS = "django"``), started after the test
+    database exists: two, so tasks of one conversation can run at once, as on the Celery worker's threads.
+
+    A module's, not the session's: every group's workers read the one queue table, so the streaming tests' worker
+    (its own model server and Redis events) must be the only one left when they run."""
     _, base_url = model_switchboard
     directory = tmp_path_factory.mktemp("task-workers")
     db_name = str(connection.settings_dict["NAME"])
