@@ -5,6 +5,7 @@ messages racing for one conversation run one turn there. A db_worker killed mid-
 as a Celery worker does not (tests/approval/test_worker_dies.py)."""
 
 import signal
+import threading
 from datetime import timedelta
 
 import pytest
@@ -101,7 +102,15 @@ def test_a_worker_without_the_model_settings_warns_at_start_and_its_failed_conti
 
 @pytest.mark.each_runner
 def test_background_messages_racing_for_one_conversation_run_one_turn_on_the_worker(alice, ops, worker_model):
-    worker_model.reply("Answered once.")
+    answered_all = threading.Event()
+
+    def answer_after_the_race(body):
+        # The turn holds the conversation until every racing message has its answer: one that came after the
+        # turn ended would rightly start the next one.
+        answered_all.wait(timeout=60)
+        return "Answered once."
+
+    worker_model.respond(answer_after_the_race)
 
     def send():
         client = APIClient()
@@ -109,7 +118,10 @@ def test_background_messages_racing_for_one_conversation_run_one_turn_on_the_wor
         url = f"/api/toolcalling/conversations/{ops['id']}/messages/"
         return client.post(url, {"content": "anyone there?", "background": True}, format="json")
 
-    responses = race(*[send] * 4)
+    try:
+        responses = race(*[send] * 4)
+    finally:
+        answered_all.set()
     assert sorted(r.status_code for r in responses) == [202, 409, 409, 409], [r.content for r in responses]
     assert {r.json()["code"] for r in responses if r.status_code == 409} == {"conversation_busy"}
 
