@@ -29,12 +29,21 @@ APIS = {
     "anthropic": {"MODEL": "claude-sonnet-4-5", "MODEL_OPTIONS": ANTHROPIC_THINKING},
 }
 
+# The runners of the app's background jobs (TOOLCALLING["TASKS"]); tests marked each_runner run on both, the rest on
+# Celery's. Their exactly-once guarantees rest on the database's conditional updates, so they hold on either.
+TASK_RUNNERS = ["celery", "django"]
+
 
 def pytest_configure(config):
     if SUITE_API not in APIS:
         raise pytest.UsageError(f"TOOLCALLING_TEST_API={SUITE_API!r}: expected one of {', '.join(APIS)}")
     config.addinivalue_line("markers", "toolcalling(**settings): TOOLCALLING keys for the model fixture")
     config.addinivalue_line("markers", "each_api: run the test once per model API (TOOLCALLING['API'])")
+    config.addinivalue_line(
+        "markers",
+        "each_runner: run the test once per task runner (TOOLCALLING['TASKS']: Celery's worker, then Django's Tasks"
+        " on a db_worker) through the ``task_runner`` fixture",
+    )
     config.addinivalue_line(
         "markers",
         "chat_completions: written for Chat Completions (reads its request or reply bodies, or prices its test model"
@@ -54,6 +63,8 @@ def pytest_configure(config):
 def pytest_generate_tests(metafunc):
     if metafunc.definition.get_closest_marker("each_api") and "model_api" in metafunc.fixturenames:
         metafunc.parametrize("model_api", list(APIS))
+    if metafunc.definition.get_closest_marker("each_runner") and "task_runner" in metafunc.fixturenames:
+        metafunc.parametrize("task_runner", TASK_RUNNERS)
 
 
 def pytest_report_header(config):
@@ -179,6 +190,13 @@ def model_api(request) -> str:
     if request.node.get_closest_marker("chat_completions"):
         return "chat_completions"
     return SUITE_API
+
+
+@pytest.fixture
+def task_runner() -> str:
+    """The runner a worker fixture starts and this process queues to: ``"celery"``, or on a test marked
+    ``each_runner`` each of ``TASK_RUNNERS`` in turn."""
+    return "celery"
 
 
 @pytest.fixture

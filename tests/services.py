@@ -294,3 +294,59 @@ def running_worker(
         yield process
     finally:
         stop_worker(process, log)
+
+
+def task_worker_command() -> list[str]:
+    """The database task backend's worker (django-tasks-db's ``db_worker``) of the test site, polling often."""
+    import importlib.util
+
+    if importlib.util.find_spec("django_tasks_db") is None:
+        unavailable("django-tasks-db is not installed (pip install -r requirements/dev.txt)")
+    return [sys.executable, "-m", "django", "db_worker", "--interval", "0.05", "--no-startup-delay", "--no-reload"]
+
+
+def start_task_worker(log: Path, *options: str, db_name: str, base_url: str, env: dict[str, str]) -> subprocess.Popen:
+    """A ``db_worker`` process of the test site with ``TOOLCALLING["TASKS"] = "django"``, on pytest-django's test
+    database and a test model server (``env`` adds what else its settings read), as ``start_worker`` starts Celery's.
+    """
+    environment = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "TOOLCALLING_TEST_WORKER": "1",
+        "TOOLCALLING_TEST_TASKS": "django",
+        "TOOLCALLING_TEST_DB_NAME": db_name,
+        "TOOLCALLING_TEST_BASE_URL": base_url,
+        **env,
+    }
+    command = [*task_worker_command(), *options]
+    return subprocess.Popen(command, cwd=ROOT, env=environment, stdout=log.open("w"), stderr=subprocess.STDOUT)
+
+
+def wait_for_task_worker(process: subprocess.Popen, log: Path) -> None:
+    """Until the worker says it started (it polls its queue from then on)."""
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"the task worker exited:\n{log.read_text()}")
+        return "Starting worker" in log.read_text()
+
+    wait_until(ready, timeout=60, what="the task worker")
+
+
+@contextmanager
+def running_task_workers(
+    directory: Path, count: int, *, db_name: str, base_url: str, env: dict[str, str]
+) -> Iterator[list[subprocess.Popen]]:
+    """``count`` task workers (several, so two of them can pick up tasks of one conversation at once), ready when
+    this yields, and stopped at the end (SIGTERM: a running task finishes first), each logging to its own file."""
+    started: list[tuple[subprocess.Popen, Path]] = []
+    try:
+        for number in range(count):
+            log = directory / f"task-worker-{number}.log"
+            started.append((start_task_worker(log, db_name=db_name, base_url=base_url, env=env), log))
+        for process, log in started:
+            wait_for_task_worker(process, log)
+        yield [process for process, _ in started]
+    finally:
+        for process, log in started:
+            stop_worker(process, log)

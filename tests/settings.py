@@ -3,6 +3,7 @@
 import importlib.util
 import os
 
+import django
 from django.core.exceptions import ImproperlyConfigured
 
 from tests.mariadb import CHARSET, COLLATION, MARIADB_PASSWORD, MARIADB_USER
@@ -34,7 +35,12 @@ INSTALLED_APPS = [
     "tests.testapp",
     "tests.approvalapp",
     "demo_site.shop",  # the demo shop is tested like any site using the app
+    # Django's Tasks framework's database backend, for the tests that run the background jobs with
+    # TOOLCALLING["TASKS"] = "django" on a db_worker process (tests/services.py); before Django 6 the backport too.
+    *(["django_tasks"] if django.VERSION < (6, 0) else []),
+    "django_tasks_db",
 ]
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": []}}  # QUEUES []: any queue
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -167,6 +173,10 @@ if os.environ.get("TOOLCALLING_TEST_WORKER"):
     CELERY_TASK_ALWAYS_EAGER = False
     DATABASES["default"]["NAME"] = os.environ["TOOLCALLING_TEST_DB_NAME"]
     TOOLCALLING["BASE_URL"] = os.environ["TOOLCALLING_TEST_BASE_URL"]
+    # A db_worker (tests/services.py): the jobs it runs queue the jobs after them as Django Tasks too.
+    TOOLCALLING["TASKS"] = os.environ.get("TOOLCALLING_TEST_TASKS", "celery")
+    if os.environ.get("TOOLCALLING_TEST_NO_MODEL"):  # a worker started without the model's settings
+        del TOOLCALLING["API_KEY"], TOOLCALLING["BASE_URL"]
 
 # The MCP stdio tests start the command with approval e-mails on the console backend, as the demo site has
 # them, to see that none of it reaches the protocol's stdout (tests/testapp/apps.py connects the receiver).

@@ -50,8 +50,13 @@ def _gated_tools() -> list[str]:
 
 @checks.register("toolcalling")
 def check_celery_wiring(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """Approval-gated tools need a Celery app (with a broker, or eager); a worker's events need a shared Redis."""
+    """Approval-gated tools need a Celery app (with a broker, or eager); a worker's events need a shared Redis.
+    A site that runs its background work with Django's Tasks framework (``TASKS = "django"``) needs no Celery."""
+    from ._tasks_checks import uses_django_tasks
     from .conf import toolcalling_settings as s
+
+    if uses_django_tasks():
+        return []
 
     app = _site_celery_app()
     eager = bool(app is not None and app.conf.task_always_eager)

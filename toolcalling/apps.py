@@ -1,5 +1,7 @@
 """App configs: the simple one registers checks; the default one also autodiscovers tools and assistants."""
 
+import sys
+
 from django.apps import AppConfig
 from django.utils.translation import pgettext_lazy
 
@@ -13,10 +15,13 @@ class SimpleToolcallingConfig(AppConfig):
 
     def ready(self) -> None:
         from . import (
+            _worker,
             attachments,  # noqa: F401  (deletes an attachment's file with its row)
             checks,  # noqa: F401  (registers the system checks)
             tasks,  # noqa: F401  (registers the shared tasks with every Celery app, whatever it discovers)
         )
+
+        _worker.started_by_command(sys.argv)  # a task worker (db_worker) warns now when it cannot reach the model
 
         try:
             from .api import openapi, openapi_attachments  # noqa: F401  (describe the API in the site's schema)

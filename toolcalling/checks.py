@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
 from ._celery_checks import check_celery_wiring  # noqa: F401 - registers the Celery checks
+from ._tasks_checks import check_task_backend  # noqa: F401 - registers the Tasks checks (TASKS = "django")
 from ._url_checks import check_urls_reachable  # noqa: F401 - registers the URLs check (toolcalling.W008)
 
 

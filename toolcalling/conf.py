@@ -61,6 +61,9 @@ DEFAULTS: dict[str, Any] = {
     },
     # The MCP endpoint.
     "MCP_MAX_BATCH": 20,  # JSON-RPC messages one MCP request (a batch) may carry; each call counts for the throttle
+    # Background work (approved calls, continuations, background turns, the sweep): "celery" (the site's Celery
+    # app, toolcalling.tasks) or "django" (Django's Tasks framework, toolcalling.django_tasks, settings.TASKS).
+    "TASKS": "celery",
     # Approval.
     "APPROVAL_TIMEOUT": 24 * 60 * 60,  # seconds a call may wait for a decision
     "APPROVAL_RUN_TIMEOUT": 60 * 60,  # seconds an approved call may be "running" before a sweep marks it failed
@@ -100,6 +103,7 @@ CHOICES: dict[str, Collection[str]] = {
     "TOOL_ERRORS": ("return_to_model", "raise"),
     "OUTPUT_MODE": ("json_schema", "json_object"),
     "UNKNOWN_USAGE": ("stop", "estimate"),
+    "TASKS": ("celery", "django"),
 }
 
 IMPORT_STRINGS = ("HOOKS",)
@@ -120,6 +124,11 @@ ATTACHMENT_NUMBERS = (
 # What OFFLINE_MODEL = True selects: the demo model lives outside the engine and is found by this path.
 OFFLINE_CLIENT_FACTORY = "toolcalling.contrib.offline.client"
 OFFLINE_ANTHROPIC_CLIENT_FACTORY = "toolcalling.contrib.offline.anthropic_client"
+
+# What TASKS = "django" needs where this Django has no django.tasks (named by a check and by a first enqueue).
+TASKS_FRAMEWORK_INSTALL = (
+    "Django 6.0 or later, or on Django 5.2 the django-tasks backport: pip install 'django-toolcalling[tasks]'"
+)
 
 T = TypeVar("T")
 

@@ -1,5 +1,7 @@
-"""Celery tasks: run an approved tool call, continue a conversation after its decisions, run a background turn,
-and sweep what is due. The site owns the Celery app; ``app.autodiscover_tasks()`` finds these ``@shared_task``s.
+"""Celery tasks (the default runner, ``TOOLCALLING["TASKS"] = "celery"``): run an approved tool call, continue a
+conversation after its decisions, run a background turn, and sweep what is due. The site owns the Celery app;
+``app.autodiscover_tasks()`` finds these ``@shared_task``s. (``toolcalling.django_tasks`` has the same jobs for
+Django's Tasks framework.)
 
 Each task is a thin shell around its body in ``approval`` or ``engine``.
 
@@ -15,8 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from celery import shared_task
+from celery.signals import worker_ready
 
-from . import approval, engine
+from . import _worker, approval, engine
 
 
 @shared_task(name=engine.RUN_APPROVED_TOOL_CALL, acks_late=False, ignore_result=True)
@@ -48,3 +51,9 @@ def expire_waiting_tool_calls() -> dict[str, Any]:
         "failed": [c.pk for c in result.failed],
         "continued": [str(c.pk) for c in result.continued],
     }
+
+
+@worker_ready.connect
+def warn_when_the_worker_cannot_reach_the_model(**kwargs: Any) -> None:
+    """A worker started without the model's settings says so at once, and its continuations' errors name them."""
+    _worker.started("Celery worker")

@@ -85,6 +85,11 @@ MEANINGS = {
         "the lease of an approved call's run: seconds it may stay `running` before a redelivery or the sweep "
         "marks it failed"
     ),
+    "TASKS": (
+        'what runs the background jobs (approved calls, continuations, background turns, the sweep): `"celery"` '
+        "(the site's Celery app) or `\"django\"` (Django's Tasks framework and `settings.TASKS`, extra `[tasks]` on "
+        "Django 5.2; see [without Celery](../guides/deployment.md#without-celery))"
+    ),
     "APPROVER_MAY_BE_REQUESTER": (
         "whether a staff member may approve a call from their own conversation (four eyes when False)"
     ),

@@ -79,9 +79,35 @@ def celery_worker_process(
         yield process
 
 
+@pytest.fixture(scope="module")
+def task_worker_processes(
+    model_switchboard: tuple[services.Switchboard, str],
+    django_db_setup: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[list[subprocess.Popen]]:
+    """Two db_worker processes for the module (Django's Tasks, ``TASKS = "django"``), started after the test
+    database exists: two, so tasks of one conversation can run at once, as on the Celery worker's threads.
+
+    A module's, not the session's: every group's workers read the one queue table, so the streaming tests' worker
+    (its own model server and Redis events) must be the only one left when they run."""
+    _, base_url = model_switchboard
+    directory = tmp_path_factory.mktemp("task-workers")
+    db_name = str(connection.settings_dict["NAME"])
+    with services.running_task_workers(directory, 2, db_name=db_name, base_url=base_url, env={}) as processes:
+        yield processes
+
+
 @pytest.fixture
-def worker(celery_worker_process: subprocess.Popen, transactional_db: Any) -> Iterator[subprocess.Popen]:
-    """The real worker, with this process sending tasks to the broker instead of running them eagerly."""
+def worker(task_runner: str, request: pytest.FixtureRequest, transactional_db: Any) -> Iterator[Any]:
+    """The real worker of the test's runner (``task_runner``), with this process queueing to it instead of running
+    tasks eagerly: Celery's through the broker, or under ``"django"`` the db_workers through the database."""
+    if task_runner == "django":
+        processes = request.getfixturevalue("task_worker_processes")
+        with override_settings(TOOLCALLING={**settings.TOOLCALLING, "TASKS": "django"}):
+            yield processes
+        assert all(p.poll() is None for p in processes), "a task worker died during the test"
+        return
+    celery_worker_process = request.getfixturevalue("celery_worker_process")
     celery_app.conf.task_always_eager = False
     try:
         yield celery_worker_process

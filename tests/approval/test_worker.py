@@ -1,4 +1,5 @@
-"""Approved calls run on a real Celery worker (Redis broker): exactly once, then the conversation goes on."""
+"""Approved calls run on a real worker, Celery's (Redis broker) or Django's Tasks (db_worker): exactly once, then
+the conversation goes on."""
 
 import json
 import os
@@ -72,6 +73,7 @@ def gated_call(api, ops, model, name):
 
 
 @pytest.mark.each_api
+@pytest.mark.each_runner
 def test_approved_call_runs_on_the_worker_as_the_requester_and_the_user_sees_the_answer(
     api, ops, approver_api, worker_model
 ):
@@ -87,6 +89,7 @@ def test_approved_call_runs_on_the_worker_as_the_requester_and_the_user_sees_the
     worker_model.assert_done()
 
 
+@pytest.mark.each_runner
 def test_racing_approvers_run_the_tool_once(api, ops, approver, worker_model):
     call = gated_call(api, ops, worker_model, "race")
     worker_model.reply("Bumped once.")
@@ -99,6 +102,7 @@ def test_racing_approvers_run_the_tool_once(api, ops, approver, worker_model):
     worker_model.assert_done()
 
 
+@pytest.mark.each_runner
 def test_approve_racing_reject_through_the_api_has_one_winner(api, ops, approver, worker_model):
     call = gated_call(api, ops, worker_model, "duel")
     worker_model.reply("Decided.")
@@ -124,6 +128,7 @@ def test_approve_racing_reject_through_the_api_has_one_winner(api, ops, approver
 
 
 @pytest.mark.each_api
+@pytest.mark.each_runner
 def test_calls_finishing_together_continue_the_conversation_once(api, ops, approver, worker_model):
     worker_model.calls(("bump", {"name": "left"}), ("bump", {"name": "right"}), ("add", {"a": 1, "b": 2}))
     response = post(api, ops, "bump both")
@@ -140,6 +145,7 @@ def test_calls_finishing_together_continue_the_conversation_once(api, ops, appro
     worker_model.assert_done()  # no second continuation asked the model again
 
 
+@pytest.mark.each_runner
 def test_an_approved_call_on_the_worker_passes_through_the_assistants_hooks(api, approver_api, worker_model):
     conversation = api.post("/api/toolcalling/conversations/", {"assistant": "ops_hooked"}, format="json").json()
     call = gated_call(api, conversation, worker_model, "hooked")

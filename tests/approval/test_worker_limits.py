@@ -1,5 +1,7 @@
-"""A usage limit holds across processes: turns on a real Celery worker and in the web process count into the
-same rows and are checked against them (the budget assistant allows 1000 tokens a day per user)."""
+"""A usage limit holds across processes: turns on a real worker (Celery's or a db_worker) and in the web process
+count into the same rows and are checked against them (the budget assistant allows 1000 tokens a day per user)."""
+
+import pytest
 
 from tests.limits.conftest import history_problems
 from tests.services import wait_until
@@ -9,6 +11,7 @@ from toolcalling.usage import window
 URL = "/api/toolcalling/conversations/{}/messages/"
 
 
+@pytest.mark.each_runner
 def test_turns_on_the_worker_and_in_the_web_process_share_one_limit(api, alice, worker_model):
     conversation = Conversation.objects.create(user=alice, assistant_id="budget")
     worker_model.reply("Answered in the web process.", usage=(500, 100))

@@ -1,5 +1,5 @@
 """Fixtures for streaming tests: a conversation, a real redis-server of their own for the event stream, and a
-real Celery worker whose events reach this process through it."""
+real worker (Celery's, or a db_worker of Django's Tasks) whose events reach this process through it."""
 
 import os
 from collections.abc import Iterator
@@ -75,14 +75,32 @@ def worker_process(redis_url, board, django_db_setup, django_db_blocker, tmp_pat
         yield
 
 
+@pytest.fixture(scope="module")
+def task_worker_processes(redis_url, board, django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[None]:
+    """A db_worker of the test site (Django's Tasks, ``TASKS = "django"``), its events going to the same Redis."""
+    directory = tmp_path_factory.mktemp("stream-task-worker")
+    with django_db_blocker.unblock():
+        db_name = str(connection.settings_dict["NAME"])
+    env = {"TOOLCALLING_TEST_EVENTS_REDIS_URL": redis_url}
+    with services.running_task_workers(directory, 1, db_name=db_name, base_url=board[1], env=env):
+        yield
+
+
 @pytest.fixture
-def on_worker(worker_process, board, redis_events, transactional_db) -> Iterator[ScriptedModel]:
-    """Tasks go to the worker; this process and the worker ask the same scripted model."""
+def on_worker(task_runner, request, board, redis_events, transactional_db) -> Iterator[ScriptedModel]:
+    """Tasks go to the worker of the test's runner (``task_runner``); this process and the worker ask the same
+    scripted model."""
     switchboard, base_url = board
     switchboard.current = scripted = ScriptedModel()
     merged = {**settings.TOOLCALLING, "BASE_URL": base_url, "API_KEY": "test-key", "MAX_RETRIES": 0}
     merged["EVENTS_KEEPALIVE"] = 0.5  # streams whose reader left notice it soon, before Redis stops
     try:
+        if task_runner == "django":
+            request.getfixturevalue("task_worker_processes")
+            with override_settings(TOOLCALLING={**merged, "TASKS": "django"}):
+                yield scripted
+            return
+        request.getfixturevalue("worker_process")
         with services.celery_conf(celery_app, task_always_eager=False, broker_url=BROKER_URL):
             with override_settings(TOOLCALLING=merged):
                 yield scripted

@@ -1,7 +1,8 @@
-"""Background turns and staff decisions run by a real Celery worker process; their events reach the web
-process's readers through Redis."""
+"""Background turns and staff decisions run by a real worker process (Celery's, or a db_worker of Django's Tasks);
+their events reach the web process's readers through Redis."""
 
 import httpx2
+import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
@@ -10,6 +11,7 @@ from toolcalling.models import Message, ToolCall
 from .helpers import follow_until, post_streamed
 
 
+@pytest.mark.each_runner
 def test_a_background_turn_on_the_worker_streams_to_the_web_process(live_server, on_worker, conv, api):
     model = on_worker
     model.call("add", {"a": 40, "b": 2})
@@ -27,6 +29,7 @@ def test_a_background_turn_on_the_worker_streams_to_the_web_process(live_server,
     model.assert_done()
 
 
+@pytest.mark.each_runner
 def test_a_staff_decision_run_by_the_worker_reaches_the_waiting_reader(live_server, on_worker, conv, api):
     model = on_worker
     model.call("delete_everything", {"confirm": "yes"})

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import httpx2
 from django.utils.translation import gettext as _
 
+from .._worker import hint as worker_hint
 from ..exceptions import ModelError
 from . import _reading as read
 from ._base import DeltaCallback, ModelAPI, ModelReply, ModelRequest
@@ -63,6 +64,19 @@ class PostedModelAPI(ModelAPI):
 
     @contextmanager
     def errors(self) -> Iterator[None]:
+        """The SDK's errors around one request, as ``ModelError``; in a worker that lacks the model's settings,
+        with a sentence that names them (the web process may have them, so the error alone would mislead)."""
+        try:
+            with self.sdk_errors():
+                yield
+        except ModelError as exc:
+            hint = worker_hint()
+            if not hint:
+                raise
+            raise ModelError(f"{exc.detail}{hint}") from exc
+
+    @contextmanager
+    def sdk_errors(self) -> Iterator[None]:
         """The SDK's errors around one request, as ``ModelError``."""
         sdk = self.sdk
         try:
