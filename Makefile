@@ -12,7 +12,7 @@ PY_DB ?= $(PY)
 .PHONY: setup system-packages demo eval test test-matrix lint docs mutation
 
 # Reinstall only when the requirements or the package metadata change.
-$(VENV)/.installed: requirements/dev.txt requirements/base.txt requirements/anthropic.txt requirements/docs.txt requirements/frontends.txt pyproject.toml
+$(VENV)/.installed: requirements/dev.txt requirements/base.txt requirements/anthropic.txt requirements/docs.txt requirements/frontends.txt requirements/tasks.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements/dev.txt -r requirements/docs.txt -e .
