@@ -109,7 +109,7 @@ def test_a_run_resumed_with_the_users_answer_decides_their_call(live_server, mod
     model.call("move_points", {"name": "alice", "points": 5})
     waiting = run(live_server.url, run_input(ops.pk, "Give me five points"))
     (interrupt,) = waiting[-1].outcome.interrupts
-    assert interrupt.metadata == {"approver": "user"}
+    assert interrupt.metadata["approver"] == "user"  # and what a person needs to decide: see test_history
 
     model.reply("Done." if approved else "Understood, nothing moved.")
     payload = {"approved": True} if approved else {"approved": False, "reason": "not now"}

@@ -380,3 +380,40 @@ class AGUIViewSchema(ViewSchema):
                 },  # fmt: skip
             )
         )
+
+
+class AISDKMessagesViewSchema(ViewSchema):
+    target_class = "toolcalling.frontends.views.AISDKMessagesView"
+
+    def described(self) -> dict[str, Any]:
+        return dict(
+            get=extend_schema(
+                summary="The conversation's history as the AI SDK's UI messages, for useChat({ messages })",
+                responses={
+                    200: OpenApiResponse(
+                        {"type": "array", "items": {"type": "object", "description": "An AI SDK UIMessage."}},
+                        description="User messages (text, files) and one assistant message per answer: its steps' "
+                        "reasoning, text and tool parts in their states, approvals with their arguments and preview.",
+                    ),
+                    **as_json(errors(404)),
+                },
+            )
+        )
+
+
+class AGUIMessagesViewSchema(ViewSchema):
+    target_class = "toolcalling.frontends.views.AGUIMessagesView"
+
+    def described(self) -> dict[str, Any]:
+        return dict(
+            get=extend_schema(
+                summary="The conversation's history as AG-UI's MESSAGES_SNAPSHOT event",
+                responses={
+                    200: OpenApiResponse(
+                        {"type": "object", "description": "AG-UI's MessagesSnapshotEvent."},
+                        description="A MESSAGES_SNAPSHOT event (JSON) with the thread's messages.",
+                    ),
+                    **as_json(errors(404, 501, e501="ag_ui_not_installed.")),
+                },
+            )
+        )
