@@ -145,6 +145,7 @@ class AGUIStream:
         self.thread_id = thread_id
         self.run_id = run_id
         self.text_id: str | None = None
+        self.inputs: set[str] = set()  # calls whose arguments streamed (TOOL_CALL_START and ARGS sent)
         self.texts = 0
         self.streamed = False
         self.ended = False
@@ -205,12 +206,23 @@ class AGUIStream:
         out += self.end_text()
         self.streamed = False
         for call in message.tool_calls.order_by("index"):
-            out += self.emit("ToolCallStartEvent", tool_call_id=call.call_id, tool_call_name=call.name,
-                             parent_message_id=str(message.pk))  # fmt: skip
-            arguments = call.raw_arguments or json.dumps(call.arguments)  # as the model sent them
-            out += self.emit("ToolCallArgsEvent", tool_call_id=call.call_id, delta=arguments)
+            if call.call_id not in self.inputs:  # else started, and its arguments sent, as they streamed
+                out += self.emit("ToolCallStartEvent", tool_call_id=call.call_id, tool_call_name=call.name,
+                                 parent_message_id=str(message.pk))  # fmt: skip
+                arguments = call.raw_arguments or json.dumps(call.arguments)  # as the model sent them
+                out += self.emit("ToolCallArgsEvent", tool_call_id=call.call_id, delta=arguments)
             out += self.emit("ToolCallEndEvent", tool_call_id=call.call_id)
+        self.inputs.clear()
         return out
+
+    def on_tool_input_delta(self, data: dict[str, Any]) -> str:
+        # The arguments as the model writes them; the call ends (TOOL_CALL_END) once the answer is stored.
+        out = ""
+        if data["call_id"] not in self.inputs:
+            self.inputs.add(data["call_id"])
+            out = self.end_text() + self.emit("ToolCallStartEvent", tool_call_id=data["call_id"],
+                                              tool_call_name=data["name"])  # fmt: skip
+        return out + self.emit("ToolCallArgsEvent", tool_call_id=data["call_id"], delta=data["delta"])
 
     def on_tool_call_finished(self, data: dict[str, Any]) -> str:
         call = ToolCall.objects.filter(pk=data["id"], conversation_id=self.conversation_id).first()

@@ -175,6 +175,7 @@ class UIMessageStream:
         self.held = held
         self.started = not names_answer  # ``start`` is sent: at the opening, or once the user's message is stored
         self.known = set(known)
+        self.inputs: set[str] = set()  # calls whose arguments streamed (``tool-input-start`` sent, not yet available)
         self.waiting = list(waiting)
         self.step_open = False
         self.answered = False  # the open step's model answer is stored: the next text is a new step
@@ -249,6 +250,19 @@ class UIMessageStream:
             out += self.end_step()
         return out
 
+    def on_tool_input_delta(self, data: dict[str, Any]) -> str:
+        # The arguments as the model writes them: the part is "input-streaming" until the answer is stored.
+        call_id = data["call_id"]
+        if call_id in self.known:
+            return ""
+        out = self.begin_step()
+        if call_id not in self.inputs:
+            self.inputs.add(call_id)
+            out += self.end_text()
+            out += chunk("tool-input-start", toolCallId=call_id, toolName=data["name"],
+                         title=str(tool_label(data["name"])))  # fmt: skip
+        return out + chunk("tool-input-delta", toolCallId=call_id, inputTextDelta=data["delta"])
+
     def on_tool_call(self, data: dict[str, Any]) -> str:
         # Validated and gated now: its part gets the arguments it will run with and who decides it.
         call = self.call(data)
@@ -291,6 +305,8 @@ class UIMessageStream:
         if call.call_id in self.known:
             return ""
         self.known.add(call.call_id)
+        if call.call_id in self.inputs:  # started as its arguments streamed
+            return self.input_available(call)
         start = chunk("tool-input-start", toolCallId=call.call_id, toolName=call.name, title=str(tool_label(call.name)))
         return start + self.input_available(call)
 
