@@ -139,9 +139,12 @@ class AGUIView(ErrorResponses, EventStreamMixin, APIView):
         renderer = ag_ui.AGUIStream(conversation.pk, thread_id=run.thread_id, run_id=run.run_id, user=request.user)
         if run.resume:
             # Answers to the interrupts of the run before: decided first, then the run follows what they started.
+            # A staff call's interrupt resumed (the browser cannot decide it): the run waits for staff's decision
+            # and follows what it starts, as the AI SDK's resumeStream does.
             after = streaming.last_seq(conversation.pk)
-            apply_answers(conversation, request.user, ag_ui.answers(run))
-            return _follow(conversation.pk, after, renderer, request, protocol=False)
+            again = apply_answers(conversation, request.user, ag_ui.answers(run))
+            wait = bool(again) and awaiting_staff(conversation.pk)
+            return _follow(conversation.pk, after, renderer, request, protocol=False, wait_for_staff=wait)
         message = MessageInputSerializer(data={"content": ag_ui.last_user_text(run)})
         message.is_valid(raise_exception=True)
         turn = turn_for(request, conversation, stream=True)
