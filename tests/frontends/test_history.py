@@ -207,3 +207,18 @@ def test_a_staff_call_shows_the_owner_its_arguments_but_not_the_staff_preview(ch
     assert part["approval"]["descriptor"] == {"title": "Bump", "arguments": {"name": "orders", "by": 2},
                                               "approver": "staff", "preview": None, "previewText": None}  # fmt: skip
     model.assert_done()
+
+
+def test_an_ag_ui_run_without_messages_connects_to_the_thread(live_server, model, ops):
+    # What an AG-UI client that opens a thread sends: no messages, so nothing is posted; it gets the thread.
+    model.call("move_points", {"name": "alice", "points": 5})
+    run(live_server.url, run_input(ops.pk, "Give me five points"))
+    body = {**run_input(ops.pk, "unused"), "messages": [], "runId": "connect"}
+    events = run(live_server.url, body)
+
+    assert [e.type for e in events] == [EventType.RUN_STARTED, EventType.MESSAGES_SNAPSHOT, EventType.RUN_FINISHED]
+    assert events[1] == snapshot(live_server.url, ops)
+    (interrupt,) = events[-1].outcome.interrupts
+    assert interrupt.id == str(ToolCall.objects.get(conversation=ops).pk)
+    assert Message.objects.filter(conversation=ops, role="user").count() == 1  # nothing was posted
+    model.assert_done()

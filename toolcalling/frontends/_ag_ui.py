@@ -152,7 +152,9 @@ class AGUIStream:
         self.error = ""  # RUN_ERROR, sent once the turn's failed end is stored (its ``turn_end``)
 
     def emit(self, name: str, **fields: Any) -> str:
-        event = getattr(self.ag, name)(**fields)
+        return self.emit_event(getattr(self.ag, name)(**fields))
+
+    def emit_event(self, event: Any) -> str:
         return f"data: {event.model_dump_json(by_alias=True)}\n\n"
 
     # The Renderer interface --------------------------------------------------------------------------

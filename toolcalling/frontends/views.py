@@ -124,8 +124,9 @@ class AISDKStreamView(ErrorResponses, EventStreamMixin, APIView):
 
 class AGUIView(ErrorResponses, EventStreamMixin, APIView):
     """``POST ag-ui/``: an AG-UI ``RunAgentInput`` whose ``threadId`` is a conversation of this user. The last
-    user message is posted (or, with ``resume``, the user's answers to the last run's interrupts are applied);
-    the answer is the run as AG-UI events. The client's own ``tools`` are ignored: the
+    user message is posted (or, with ``resume``, the user's answers to the last run's interrupts are applied;
+    with no messages at all, the run is the thread's ``MESSAGES_SNAPSHOT``); the answer is the run as AG-UI
+    events. The client's own ``tools`` are ignored: the
     assistant offers its server-side tools only, so approval and ownership stay the server's."""
 
     permission_classes = [IsAuthenticated]
@@ -145,6 +146,12 @@ class AGUIView(ErrorResponses, EventStreamMixin, APIView):
             again = apply_answers(conversation, request.user, ag_ui.answers(run))
             wait = bool(again) and awaiting_staff(conversation.pk)
             return _follow(conversation.pk, after, renderer, request, protocol=False, wait_for_staff=wait)
+        if not run.messages:
+            # Connecting to a thread: what it holds (MESSAGES_SNAPSHOT), and its calls still waiting as the outcome.
+            snapshot = ag_ui.snapshot(messages_queryset(conversation), user=request.user,
+                                      absolute=request.build_absolute_uri)  # fmt: skip
+            body = renderer.opening(0) + renderer.emit_event(snapshot) + renderer.closing()
+            return HttpResponse(body, content_type=f"{ag_ui.MEDIA_TYPE}; charset=utf-8")
         message = MessageInputSerializer(data={"content": ag_ui.last_user_text(run)})
         message.is_valid(raise_exception=True)
         turn = turn_for(request, conversation, stream=True)
