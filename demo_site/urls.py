@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 
 from . import views
 
@@ -15,6 +15,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/toolcalling/", include("toolcalling.urls")),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the language switcher in the header
+    # The React example (examples/ai-sdk-react), once built: the AI SDK's useChat on the same API.
+    path("react/", views.react, name="react"),
+    re_path(r"^react/(?P<path>assets/[\w.-]+)$", views.react, name="react-asset"),
 ]
 
 if settings.DEMO_OPENAPI:

@@ -6,7 +6,7 @@ from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
 from .api import attachments, streams, usage, views
-from .frontends import AGUIView, AISDKChatView, AISDKStreamView
+from .frontends import AGUIMessagesView, AGUIView, AISDKChatView, AISDKMessagesView, AISDKStreamView
 from .mcp import MCPView
 
 app_name = "toolcalling"
@@ -26,7 +26,9 @@ urlpatterns = [
     # The AI SDK's transport posts to its ``api`` URL as given and appends ``/{id}/stream``: no slash is needed.
     re_path(r"^ai-sdk/chat/?$", AISDKChatView.as_view(), name="ai-sdk-chat"),
     re_path(r"^ai-sdk/chat/(?P<chat_id>[^/]+)/stream/?$", AISDKStreamView.as_view(), name="ai-sdk-stream"),
+    re_path(r"^ai-sdk/chat/(?P<chat_id>[^/]+)/messages/?$", AISDKMessagesView.as_view(), name="ai-sdk-messages"),
     re_path(r"^ag-ui/?$", AGUIView.as_view(), name="ag-ui"),
+    re_path(r"^ag-ui/(?P<thread_id>[^/]+)/messages/?$", AGUIMessagesView.as_view(), name="ag-ui-messages"),
     path("", include(router.urls)),
     # Last: what is left under the resources (ending in "/", so APPEND_SLASH still redirects) is a JSON 404, and
     # so is anything under the frontends' paths, which take no slash at the end. "[\s\S]", not ".": a decoded

@@ -47,6 +47,8 @@ def test_the_schema_validates_without_a_warning_and_covers_every_endpoint(docume
         ("ai-sdk/chat/", "post"),
         ("ai-sdk/chat/{chat_id}/stream/", "get"),
         ("ag-ui/", "post"),
+        ("ai-sdk/chat/{chat_id}/messages/", "get"),
+        ("ag-ui/{thread_id}/messages/", "get"),
     }
     for path, ops in paths.items():
         for method, operation in ops.items():

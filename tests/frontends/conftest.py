@@ -43,6 +43,7 @@ class Driver:
         self.process = process
         self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.statuses: list[str] = []
+        self.opened: dict[str, Any] = {}  # the reply to ``open``: the messages the chat starts with
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -97,7 +98,9 @@ def chat(node, live_server, alice) -> Iterator[Any]:
     (or on ``base=``, another server of the test site)."""
     drivers: list[Driver] = []
 
-    def open_chat(conversation: Conversation, *, user: str = "alice", auto: bool = False, base: str = "") -> Driver:
+    def open_chat(
+        conversation: Conversation, *, user: str = "alice", auto: bool = False, base: str = "", history: bool = False
+    ) -> Driver:
         process = subprocess.Popen(
             [node, str(JS / "driver.mjs")], cwd=JS, text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -105,7 +108,8 @@ def chat(node, live_server, alice) -> Iterator[Any]:
         driver = Driver(process)
         drivers.append(driver)
         api = f"{base or live_server.url}/api/toolcalling/ai-sdk/chat"
-        driver("open", api=api, id=str(conversation.pk), user=user, password="pw", auto=auto)
+        driver.opened = driver("open", api=api, id=str(conversation.pk), user=user, password="pw", auto=auto,
+                               history=history)  # fmt: skip
         return driver
 
     yield open_chat

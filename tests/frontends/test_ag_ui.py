@@ -5,6 +5,8 @@ import json
 import httpx2
 import pytest
 from ag_ui.core import Event, EventType, RunAgentInput
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from pydantic import TypeAdapter
 
 from tests.approvalapp.models import Counter
@@ -46,10 +48,11 @@ def test_a_run_with_a_tool_call_is_valid_ag_ui_and_ignores_the_clients_tools(liv
 
     assert types(events)[0] == EventType.RUN_STARTED and types(events)[-1] == EventType.RUN_FINISHED
     assert (events[0].thread_id, events[0].run_id) == (str(conv.pk), "run-1")
-    start, args, end, result = [e for e in events if e.type.name.startswith("TOOL_CALL")]
+    start, *args, end, result = [e for e in events if e.type.name.startswith("TOOL_CALL")]
     assert (start.type, start.tool_call_id, start.tool_call_name) == (EventType.TOOL_CALL_START,
                                                                       answer.tool_calls[0].id, "add")  # fmt: skip
-    assert json.loads(args.delta) == {"a": 2, "b": 3} and end.tool_call_id == start.tool_call_id
+    assert {e.type for e in args} == {EventType.TOOL_CALL_ARGS}  # in pieces, as they stream: see test_tool_input
+    assert json.loads("".join(e.delta for e in args)) == {"a": 2, "b": 3} and end.tool_call_id == start.tool_call_id
     assert (result.type, result.content) == (EventType.TOOL_CALL_RESULT, "5")
     stored = Message.objects.filter(conversation=conv).order_by("id")
     assert result.message_id == str(stored.filter(role="tool").get().pk)
@@ -110,7 +113,7 @@ def test_a_run_resumed_with_the_users_answer_decides_their_call(live_server, mod
     model.call("move_points", {"name": "alice", "points": 5})
     waiting = run(live_server.url, run_input(ops.pk, "Give me five points"))
     (interrupt,) = waiting[-1].outcome.interrupts
-    assert interrupt.metadata == {"approver": "user"}
+    assert interrupt.metadata["approver"] == "user"  # and what a person needs to decide: see test_history
 
     model.reply("Done." if approved else "Understood, nothing moved.")
     payload = {"approved": True} if approved else {"approved": False, "reason": "not now"}
@@ -125,4 +128,42 @@ def test_a_run_resumed_with_the_users_answer_decides_their_call(live_server, mod
     assert (result.tool_call_id, result.content) == (call.call_id, expected)
     assert types(events)[0] == EventType.RUN_STARTED and events[-1].type == EventType.RUN_FINISHED
     assert events[-1].run_id == "run-2" and events[-1].outcome.type == "success"
+    model.assert_done()
+
+
+def test_a_run_resumed_on_a_staff_interrupt_waits_for_the_decision_and_follows_it(on_worker, live_server, conv):
+    model = on_worker
+    model.call("delete_everything", {"confirm": "yes"})
+    waiting = run(live_server.url, run_input(conv.pk, "Delete it all"))
+    (interrupt,) = waiting[-1].outcome.interrupts
+    call = ToolCall.objects.get(conversation=conv)
+    assert interrupt.metadata["approver"] == "staff"
+
+    model.reply("Everything is deleted, as approved.")
+    resume = [{"interruptId": interrupt.id, "status": "resolved", "payload": {"approved": True}}]
+    carol = get_user_model().objects.create_user("carol", password="pw", is_staff=True)
+    carol.user_permissions.add(Permission.objects.get(codename="approve_toolcall"))
+    body = run_input(conv.pk, "", runId="run-2", resume=resume)
+    with httpx2.Client(auth=("alice", "pw"), timeout=60) as client:
+        headers = {"Accept": "text/event-stream"}
+        with client.stream("POST", f"{live_server.url}/api/toolcalling/ag-ui/", json=body, headers=headers) as r:
+            lines = r.iter_lines()
+            held = []
+            for line in lines:  # until the server says it is still there with nothing to say: it waits for staff
+                if line.startswith(":"):
+                    break
+                held.append(line)
+            assert [line for line in held if line.startswith("data: ")] == [held[0]]  # RUN_STARTED, nothing more
+            call.refresh_from_db()
+            assert call.status == "awaiting_approval"
+            with httpx2.Client(auth=("carol", "pw"), timeout=30) as staff:
+                approved = staff.post(f"{live_server.url}/api/toolcalling/tool-calls/{call.pk}/approve/", json={})
+                assert approved.status_code == 200, approved.text
+            events = [EVENTS.validate_python(json.loads(line[6:])) for line in lines if line.startswith("data: ")]
+
+    (result,) = [e for e in events if e.type == EventType.TOOL_CALL_RESULT]
+    assert (result.tool_call_id, result.content) == (call.call_id, "deleted for alice (yes)")
+    text = "".join(e.delta for e in events if e.type == EventType.TEXT_MESSAGE_CONTENT)
+    assert text == "Everything is deleted, as approved."
+    assert events[-1].type == EventType.RUN_FINISHED and events[-1].outcome.type == "success"
     model.assert_done()

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Permission
 
 from tests.approvalapp.models import Counter
 from tests.services import wait_until
-from toolcalling.models import Conversation, ToolCall
+from toolcalling.models import Conversation, Message, ToolCall
 
 from .conftest import chunk_types, parts
 
@@ -32,7 +32,7 @@ def test_the_user_confirms_their_own_call_through_the_sdk(chat, model, ops, auto
     assert call.status == "awaiting_approval" and call.approver == "user"
     (part,) = parts(waiting, "tool-move_points")
     assert part["state"] == "approval-requested"
-    assert part["approval"] == {"id": str(call.pk)}
+    assert part["approval"]["id"] == str(call.pk)  # with its descriptor: see test_history
     assert part["input"] == {"name": "alice", "points": 5}
     assert part["callProviderMetadata"] == {"toolcalling": {"id": call.pk, "approver": "user"}}
     assert waiting["chunks"][-1]["finishReason"] == "tool-calls"
@@ -129,4 +129,43 @@ def test_a_staff_decision_run_by_the_worker_is_resumed_in_the_chat(chat, on_work
     assert call.status == "succeeded"
     # Once the turn is over there is nothing to resume.
     assert driver("resume")["chunks"] == []
+    model.assert_done()
+
+
+def test_a_page_that_resumes_while_staff_decide_sees_the_decision_live_and_after_a_reload(
+    chat, on_worker, live_server, conv
+):
+    # The page asks, gets "waiting for a staff member", and resumes at once: the stream waits with it.
+    model = on_worker
+    model.call("delete_everything", {"confirm": "yes"})
+    driver = chat(conv)
+    driver("send", text="Delete it all")
+    call = ToolCall.objects.get(conversation=conv)
+    driver.start("resume")
+    held = driver.reply(status="streaming")
+    assert held.get("event") == "status", f"the resumed stream ended before any decision: {held}"
+    call.refresh_from_db()
+    assert call.status == "awaiting_approval"
+
+    model.reply("Everything is deleted, as approved.")
+    carol = get_user_model().objects.create_user("carol", password="pw", is_staff=True)
+    carol.user_permissions.add(Permission.objects.get(codename="approve_toolcall"))
+    with httpx2.Client(auth=("carol", "pw"), timeout=30) as staff:
+        approved = staff.post(f"{live_server.url}/api/toolcalling/tool-calls/{call.pk}/approve/", json={})
+        assert approved.status_code == 200, approved.text
+    reply = driver.reply()
+
+    assert reply["status"] == "ready", reply
+    (part,) = parts(reply, "tool-delete_everything")
+    assert (part["state"], part["output"]) == ("output-available", "deleted for alice (yes)")
+    assert parts(reply, "text")[-1]["text"] == "Everything is deleted, as approved."
+    # The asking message, its parts brought up to date: not a second answer beside it.
+    question = Message.objects.get(conversation=conv, role="user")
+    assert [(m["role"], m["id"]) for m in reply["messages"]][1:] == [("assistant", f"answer-{question.pk}")]
+    assert len(reply["messages"]) == 2
+    assert reply["chunks"][-1]["messageMetadata"]["toolcalling"]["status"] == "idle"
+    # A page opened later starts with the same.
+    (later,) = [p for p in chat(conv, history=True).opened["messages"][-1]["parts"] if p["type"].startswith("tool-")]
+    assert (later["state"], later["output"], later["approval"]) == ("output-available", "deleted for alice (yes)",
+                                                                    {"id": str(call.pk), "approved": True})  # fmt: skip
     model.assert_done()

@@ -17,12 +17,17 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 
 from ..models import Conversation, ToolCall
 from .openapi_bodies import (
+    AG_UI_EVENTS,
+    CHAT_REQUEST,
     EVENT_STREAM,
     JSON_RPC_ANSWER,
     JSON_RPC_MESSAGE,
     MESSAGE_ATTACHMENT_ERRORS,
     MESSAGE_BODIES,
+    MESSAGES_SNAPSHOT,
     SERVER_SENT_EVENT,
+    UI_MESSAGE_STREAM,
+    UI_MESSAGES,
     AnyToolCallSerializer,
     AssistantSerializer,
     BackgroundTurnSerializer,
@@ -311,27 +316,6 @@ class MCPViewSchema(ViewSchema):
 # The frontends' endpoints (toolcalling.frontends): their bodies are the AI SDK's and AG-UI's, described by those
 # projects; here they are named, with the app's errors.
 
-UI_MESSAGE_STREAM = OpenApiResponse(
-    {"type": "string", "description": "`data:` lines, each a UI message chunk (JSON), then `data: [DONE]`."},
-    description="The Vercel AI SDK's UI message stream, v1 (header `x-vercel-ai-ui-message-stream: v1`).",
-)
-CHAT_REQUEST = {
-    "type": "object",
-    "description": "What the AI SDK's DefaultChatTransport posts; only the last message is read.",
-    "properties": {
-        "id": {"type": "string", "description": "The chat id: a conversation of this user."},
-        "messages": {"type": "array", "items": {"type": "object"}},
-        "trigger": {"type": "string", "enum": ["submit-message", "regenerate-message"]},
-        "messageId": {"type": "string", "nullable": True},
-        "background": {"type": "boolean", "description": "Run the turn on a Celery worker; the stream follows it."},
-    },
-    "required": ["id", "messages"],
-}
-AG_UI_EVENTS = OpenApiResponse(
-    {"type": "string", "description": "`data:` lines, each an AG-UI event (JSON)."},
-    description="AG-UI events: RUN_STARTED, TEXT_MESSAGE_*, TOOL_CALL_*, then RUN_FINISHED or RUN_ERROR.",
-)
-
 
 class AISDKChatViewSchema(ViewSchema):
     target_class = "toolcalling.frontends.views.AISDKChatView"
@@ -380,3 +364,20 @@ class AGUIViewSchema(ViewSchema):
                 },  # fmt: skip
             )
         )
+
+
+class AISDKMessagesViewSchema(ViewSchema):
+    target_class = "toolcalling.frontends.views.AISDKMessagesView"
+
+    def described(self) -> dict[str, Any]:
+        summary = "The history as the AI SDK's UI messages, for useChat({ messages })"
+        return dict(get=extend_schema(summary=summary, responses={200: UI_MESSAGES, **as_json(errors(404))}))
+
+
+class AGUIMessagesViewSchema(ViewSchema):
+    target_class = "toolcalling.frontends.views.AGUIMessagesView"
+
+    def described(self) -> dict[str, Any]:
+        failed = as_json(errors(404, 501, e501="ag_ui_not_installed."))
+        summary = "The history as AG-UI's MESSAGES_SNAPSHOT event"
+        return dict(get=extend_schema(summary=summary, responses={200: MESSAGES_SNAPSHOT, **failed}))

@@ -295,3 +295,34 @@ JSON_RPC_ANSWER = {
         {"type": "array", "items": {"type": "object"}},
     ],
 }
+
+
+# The frontends' bodies (toolcalling.frontends): the AI SDK's and AG-UI's, described by those projects.
+UI_MESSAGE_STREAM = OpenApiResponse(
+    {"type": "string", "description": "`data:` lines, each a UI message chunk (JSON), then `data: [DONE]`."},
+    description="The Vercel AI SDK's UI message stream, v1 (header `x-vercel-ai-ui-message-stream: v1`).",
+)
+CHAT_REQUEST = {
+    "type": "object",
+    "description": "What the AI SDK's DefaultChatTransport posts; only the last message is read.",
+    "properties": {
+        "id": {"type": "string", "description": "The chat id: a conversation of this user."},
+        "messages": {"type": "array", "items": {"type": "object"}},
+        "trigger": {"type": "string", "enum": ["submit-message", "regenerate-message"]},
+        "messageId": {"type": "string", "nullable": True},
+        "background": {"type": "boolean", "description": "Run the turn on a Celery worker; the stream follows it."},
+    },
+    "required": ["id", "messages"],
+}
+AG_UI_EVENTS = OpenApiResponse(
+    {"type": "string", "description": "`data:` lines, each an AG-UI event (JSON)."},
+    description="AG-UI events: RUN_STARTED, TEXT_MESSAGE_*, TOOL_CALL_*, then RUN_FINISHED or RUN_ERROR.",
+)
+# The frontends' histories, each in its own protocol's shape.
+UI_MESSAGES = OpenApiResponse(
+    {"type": "array", "items": {"type": "object", "description": "An AI SDK UIMessage."}},
+    description="User messages, and an assistant message per answer (its steps' reasoning, text and tool parts).",
+)
+MESSAGES_SNAPSHOT = OpenApiResponse(
+    {"type": "object", "description": "AG-UI's MessagesSnapshotEvent."}, description="The thread's messages."
+)

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from .. import signals, streaming
+from ..model_apis import StreamCallbacks
 from ..models import ToolCall
 from ..toolkit import tool_label
 from . import _telemetry as telemetry
@@ -51,13 +52,17 @@ class Observers:
         self.sender = type(view.assistant)
         self.span: Any = None
         self.deltas = streaming.DeltaBuffer(lambda text: self._emit("delta", {"content": text}))
+        # A tool call's arguments as the model writes them, gathered as text is: one buffer, for the call written now.
+        self.input_call: tuple[str, str] | None = None
+        self.inputs = streaming.DeltaBuffer(self._emit_input)
 
     # Events -----------------------------------------------------------------------------------------
 
     def emit(self, type: str, data: dict[str, Any]) -> None:
         """Publish on the conversation's event stream, then tell this turn's listeners (text gathered for a
-        ``delta`` goes out first, so events keep their order)."""
+        ``delta`` or a ``tool_input_delta`` goes out first, so events keep their order)."""
         self.deltas.flush()
+        self.inputs.flush()
         self._emit(type, data)
 
     def _emit(self, type: str, data: dict[str, Any]) -> None:
@@ -71,7 +76,25 @@ class Observers:
 
     def delta(self, text: str) -> None:
         """A piece of the model's text; pieces that come fast go out together (``streaming.DeltaBuffer``)."""
+        self.inputs.flush()
         self.deltas.add(text)
+
+    def tool_input(self, call_id: str, name: str, piece: str) -> None:
+        """A piece of a call's arguments as the model writes them (``tool_input_delta``): shown, never run."""
+        self.deltas.flush()
+        if self.input_call != (call_id, name):
+            self.inputs.flush()
+            self.input_call = (call_id, name)
+        self.inputs.add(piece)
+
+    def _emit_input(self, piece: str) -> None:
+        if self.input_call is not None:
+            call_id, name = self.input_call
+            self._emit("tool_input_delta", {"call_id": call_id, "name": name, "delta": piece})
+
+    def streamed(self) -> StreamCallbacks:
+        """What a streamed model call reports to: text pieces and argument pieces."""
+        return StreamCallbacks(text=self.delta, tool_input=self.tool_input)
 
     # The turn ---------------------------------------------------------------------------------------
 

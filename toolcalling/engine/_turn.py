@@ -229,7 +229,7 @@ class Turn(TurnClaim, TurnEnding):
         for hook in self.hooks:
             hook.before_model_call(self.view, request)
         with self.observers.model_call(request) as observe:
-            on_delta = self.observers.delta if self.view.stream else None
+            on_delta = self.observers.streamed() if self.view.stream else None
             if self.waits:  # the async driver sends it, and sends the reply back
                 reply = yield ModelWait(request=request, on_delta=on_delta)
             else:

@@ -9,8 +9,10 @@ A run that ends with calls waiting for a decision finishes with an ``interrupt``
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from django.urls import reverse
 from rest_framework.exceptions import ValidationError
 
 from .. import approval
@@ -18,6 +20,8 @@ from ..exceptions import AGUINotInstalled
 from ..models import Conversation, Message, ToolCall
 from ..streaming import Event
 from ..toolkit import tool_label
+from ._ai_sdk import reasoning_text
+from ._decide import decision_aid
 from ._requests import Answer
 
 MEDIA_TYPE = "text/event-stream"
@@ -72,24 +76,85 @@ def last_user_text(run: Any) -> str:
     return "\n\n".join(part.text for part in content if getattr(part, "type", None) == "text")
 
 
+def interrupt(call: ToolCall, user: Any) -> dict[str, Any]:
+    """A waiting call as an ``Interrupt``: its id is the call's; ``metadata`` has who decides it and what a person
+    needs to (``arguments``, ``preview``, ``previewText``: see ``decision_aid``)."""
+    return {"id": str(call.pk), "reason": INTERRUPT_REASON, "tool_call_id": call.call_id,
+            "message": str(tool_label(call.name)), "metadata": decision_aid(call, user)}  # fmt: skip
+
+
+def snapshot(messages: Iterable[Message], *, user: Any, absolute: Callable[[str], str]) -> Any:
+    """Stored messages as a ``MESSAGES_SNAPSHOT`` event: user messages (text, and files as image or document
+    parts by URL), a reasoning message before an answer that reasoned, assistant messages with their tool calls
+    (arguments as the model sent them; ``metadata.toolcalling`` has the call's id and status, and for a waiting
+    call what a person needs to decide it), and a tool message per answered call."""
+    ag = core()
+    found: list[Any] = []
+    for message in messages:
+        if message.role == Message.Role.USER:
+            files = list(message.sent_files)
+            content: Any = message.content
+            if files:
+                content = [ag.TextPart(text=message.content)] if message.content else []
+                for file in files:
+                    url = absolute(reverse("toolcalling:attachment-content", kwargs={"pk": file.pk}))
+                    kind = ag.ImagePart if file.content_type.startswith("image/") else ag.DocumentPart
+                    content.append(kind(source=ag.UrlSource(value=url, mime_type=file.content_type)))
+            found.append(ag.UserMessage(id=str(message.pk), content=content))
+        elif message.role == Message.Role.ASSISTANT:
+            if thought := reasoning_text(message.provider_items or []):
+                found.append(ag.ReasoningMessage(id=f"{message.pk}-reasoning", content=thought))
+            calls = [
+                ag.ToolCall(
+                    id=call.call_id,
+                    function=ag.FunctionCall(
+                        name=call.name, arguments=call.raw_arguments or json.dumps(call.arguments)
+                    ),
+                    metadata={"toolcalling": call_state(call, user)},
+                )
+                for call in message.tool_calls.all()
+            ]
+            found.append(ag.AssistantMessage(id=str(message.pk), content=message.content or None,
+                                             tool_calls=calls or None))  # fmt: skip
+        elif message.role == Message.Role.TOOL:
+            found.append(ag.ToolMessage(id=str(message.pk), content=message.content,
+                                        tool_call_id=message.tool_call_id))  # fmt: skip
+    return ag.MessagesSnapshotEvent(messages=found)
+
+
+def call_state(call: ToolCall, user: Any) -> dict[str, Any]:
+    state: dict[str, Any] = {
+        "id": call.pk,
+        "status": call.status,
+        "approver": call.approver if call.requires_approval else None,
+    }
+    if call.status == ToolCall.Status.AWAITING_APPROVAL:
+        state["interrupt"] = interrupt(call, user)
+    return state
+
+
 class AGUIStream:
     """Renders one run: the turn's events as AG-UI events, as ``data:`` lines of server-sent events."""
 
     uses_database = True
 
-    def __init__(self, conversation_id: Any, *, thread_id: str, run_id: str) -> None:
+    def __init__(self, conversation_id: Any, *, thread_id: str, run_id: str, user: Any = None) -> None:
         self.ag = core()
         self.conversation_id = conversation_id
+        self.user = user  # who reads the run, for the previews of the calls they may decide
         self.thread_id = thread_id
         self.run_id = run_id
         self.text_id: str | None = None
+        self.inputs: set[str] = set()  # calls whose arguments streamed (TOOL_CALL_START and ARGS sent)
         self.texts = 0
         self.streamed = False
         self.ended = False
         self.error = ""  # RUN_ERROR, sent once the turn's failed end is stored (its ``turn_end``)
 
     def emit(self, name: str, **fields: Any) -> str:
-        event = getattr(self.ag, name)(**fields)
+        return self.emit_event(getattr(self.ag, name)(**fields))
+
+    def emit_event(self, event: Any) -> str:
         return f"data: {event.model_dump_json(by_alias=True)}\n\n"
 
     # The Renderer interface --------------------------------------------------------------------------
@@ -143,12 +208,23 @@ class AGUIStream:
         out += self.end_text()
         self.streamed = False
         for call in message.tool_calls.order_by("index"):
-            out += self.emit("ToolCallStartEvent", tool_call_id=call.call_id, tool_call_name=call.name,
-                             parent_message_id=str(message.pk))  # fmt: skip
-            arguments = call.raw_arguments or json.dumps(call.arguments)  # as the model sent them
-            out += self.emit("ToolCallArgsEvent", tool_call_id=call.call_id, delta=arguments)
+            if call.call_id not in self.inputs:  # else started, and its arguments sent, as they streamed
+                out += self.emit("ToolCallStartEvent", tool_call_id=call.call_id, tool_call_name=call.name,
+                                 parent_message_id=str(message.pk))  # fmt: skip
+                arguments = call.raw_arguments or json.dumps(call.arguments)  # as the model sent them
+                out += self.emit("ToolCallArgsEvent", tool_call_id=call.call_id, delta=arguments)
             out += self.emit("ToolCallEndEvent", tool_call_id=call.call_id)
+        self.inputs.clear()
         return out
+
+    def on_tool_input_delta(self, data: dict[str, Any]) -> str:
+        # The arguments as the model writes them; the call ends (TOOL_CALL_END) once the answer is stored.
+        out = ""
+        if data["call_id"] not in self.inputs:
+            self.inputs.add(data["call_id"])
+            out = self.end_text() + self.emit("ToolCallStartEvent", tool_call_id=data["call_id"],
+                                              tool_call_name=data["name"])  # fmt: skip
+        return out + self.emit("ToolCallArgsEvent", tool_call_id=data["call_id"], delta=data["delta"])
 
     def on_tool_call_finished(self, data: dict[str, Any]) -> str:
         call = ToolCall.objects.filter(pk=data["id"], conversation_id=self.conversation_id).first()
@@ -179,16 +255,7 @@ class AGUIStream:
         ).order_by("id")
         outcome: Any = {"type": "success"}
         if data["status"] == "awaiting_approval" and waiting:
-            interrupts = [
-                {
-                    "id": str(c.pk),
-                    "reason": INTERRUPT_REASON,
-                    "tool_call_id": c.call_id,
-                    "message": str(tool_label(c.name)),
-                    "metadata": {"approver": c.approver},
-                }  # fmt: skip
-                for c in waiting
-            ]
+            interrupts = [interrupt(c, self.user) for c in waiting]
             outcome = {"type": "interrupt", "interrupts": interrupts}
         return self.end_text() + self.emit(
             "RunFinishedEvent", thread_id=self.thread_id, run_id=self.run_id, outcome=outcome

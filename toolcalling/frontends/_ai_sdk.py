@@ -7,12 +7,15 @@ both, so they are read from the database as the events arrive: that is why ``use
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..models import Message, ToolCall
+from django.urls import reverse
+
+from ..models import Conversation, Message, ToolCall
 from ..streaming import Event
 from ..toolkit import tool_label
+from ._decide import decision_aid
 
 HEADER = "x-vercel-ai-ui-message-stream"
 VERSION = "v1"
@@ -21,6 +24,8 @@ DONE = "data: [DONE]\n\n"
 # How a call's final status reaches the SDK: its output, an error, or the "denied" of an approval said no to.
 DENIED = {ToolCall.Status.REJECTED}
 FAILED = {ToolCall.Status.FAILED, ToolCall.Status.CANCELLED, ToolCall.Status.EXPIRED}
+# The statuses a gated call only reaches once approved.
+APPROVED_ONCE = {ToolCall.Status.APPROVED, ToolCall.Status.RUNNING, ToolCall.Status.SUCCEEDED, ToolCall.Status.FAILED}
 # The SDK's finish reasons, by the status a turn ended with.
 FINISH_REASONS = {"idle": "stop", "awaiting_approval": "tool-calls", "failed": "error"}
 
@@ -58,6 +63,86 @@ def call_input(call: ToolCall) -> Any:
     return tool_output(call.raw_arguments or "{}")
 
 
+def approval_of(call: ToolCall) -> dict[str, Any] | None:
+    """A gated call's ``approval`` as the SDK's tool parts keep it once decided: ``None`` while it waits, for a
+    call no one approved (cancelled, expired, or not gated) and for one whose decision is unknown."""
+    if not call.requires_approval:
+        return None
+    if call.status in DENIED:
+        return {"id": str(call.pk), "approved": False, "reason": call.decision_reason or ""}
+    if call.status in APPROVED_ONCE and call.decided_at is not None:
+        return {"id": str(call.pk), "approved": True}
+    return None
+
+
+def tool_part(call: ToolCall, user: Any) -> dict[str, Any]:
+    """A stored call as the SDK's tool part (``tool-{name}``), in the state the live stream leaves it in."""
+    meta = {"toolcalling": {"id": call.pk, "approver": call.approver if call.requires_approval else None}}
+    part: dict[str, Any] = {"type": f"tool-{call.name}", "toolCallId": call.call_id,
+                            "title": str(tool_label(call.name)), "input": call_input(call),
+                            "callProviderMetadata": meta}  # fmt: skip
+    decided = approval_of(call)
+    if call.status == ToolCall.Status.AWAITING_APPROVAL:
+        part["state"] = "approval-requested"
+        part["approval"] = {"id": str(call.pk), "descriptor": decision_aid(call, user)}
+    elif call.status == ToolCall.Status.SUCCEEDED:
+        part["state"], part["output"] = "output-available", tool_output(call.result)
+    elif call.status in DENIED:
+        part["state"] = "output-denied"
+        decided = decided or {"id": str(call.pk), "approved": False}
+    elif call.status in FAILED:
+        part["state"], part["errorText"] = "output-error", call.error or call.result or call.status
+    else:  # approved or running (or a status this module does not name): its outcome is still to come
+        part["state"] = "approval-responded" if decided is not None else "input-available"
+    if decided is not None:
+        part["approval"] = decided
+    return part
+
+
+def answer_id(question: Message | None) -> str:
+    """The UI message id of the assistant's answer to a user message, the same in the stream that answers it,
+    in a resumed stream and in the history: so a resumed stream replaces the message the page shows."""
+    return f"answer-{question.pk if question is not None else 0}"
+
+
+def ui_messages(
+    messages: Iterable[Message], *, user: Any, metadata: dict[str, Any], absolute: Callable[[str], str]
+) -> list[dict[str, Any]]:
+    """Stored messages as the SDK's ``UIMessage`` list, what ``useChat({ messages })`` starts from: a user
+    message per user message (its text and files), and one assistant message for everything the assistant did
+    between two of them, a ``step-start`` per model answer (its reasoning, text and tool parts, each call in its
+    state with its outcome). Tool messages are not messages of their own: their results are their calls'
+    outputs, as in the stream. ``metadata`` goes on the last assistant message, as the stream's ``finish`` puts
+    it; ``absolute`` makes a file's URL absolute."""
+    found: list[dict[str, Any]] = []
+    answer: dict[str, Any] | None = None
+    asked: Message | None = None
+    for message in messages:
+        if message.role == Message.Role.USER:
+            answer, asked = None, message
+            parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
+            for file in message.sent_files:
+                url = absolute(reverse("toolcalling:attachment-content", kwargs={"pk": file.pk}))
+                parts.append({"type": "file", "mediaType": file.content_type, "filename": file.name, "url": url})
+            found.append({"id": str(message.pk), "role": "user", "parts": parts or [{"type": "text", "text": ""}]})
+        elif message.role == Message.Role.ASSISTANT:
+            if answer is None:
+                answer = {"id": answer_id(asked), "role": "assistant", "parts": []}
+                found.append(answer)
+            steps = answer["parts"]
+            steps.append({"type": "step-start"})
+            if thought := reasoning_text(message.provider_items or []):
+                steps.append({"type": "reasoning", "id": f"reasoning-{message.pk}", "text": thought, "state": "done"})
+            if message.content:
+                steps.append({"type": "text", "text": message.content, "state": "done"})
+            steps.extend(tool_part(call, user) for call in message.tool_calls.all())
+    for message_json in reversed(found):
+        if message_json["role"] == "assistant":
+            message_json["metadata"] = metadata
+            break
+    return found
+
+
 class UIMessageStream:
     """Renders one response of a chat: ``start``, then per model call a step (its reasoning, text and tool parts,
     the calls' outputs and approval requests), then ``finish`` and ``[DONE]``.
@@ -65,13 +150,32 @@ class UIMessageStream:
     ``known``: the tool call ids (the model's) the client already shows, so their outputs attach to those
     parts; any other call is announced (``tool-input-*``) before its output. ``waiting``: calls to ask about
     again at the start (an answer the server did not take, such as the browser's answer to a staff call).
+    ``user``: who reads the stream, for the previews of the calls they may decide (see ``decision_aid``).
+    ``held``: the stream waits for a staff decision. It starts as the answer the page shows (its id, and its
+    parts rebuilt from the database), says so (the conversation's status in the message's metadata, so the
+    page knows at once that it is followed), then follows what the decision starts.
+    ``names_answer``: the response to a new user message; its ``start`` waits for that message to be stored,
+    to carry the answer's id (see ``answer_id``).
     """
 
     uses_database = True
 
-    def __init__(self, conversation_id: Any, *, known: Iterable[str] = (), waiting: Iterable[ToolCall] = ()) -> None:
+    def __init__(
+        self,
+        conversation_id: Any,
+        *,
+        user: Any = None,
+        known: Iterable[str] = (),
+        waiting: Iterable[ToolCall] = (),
+        held: bool = False,
+        names_answer: bool = False,
+    ) -> None:
         self.conversation_id = conversation_id
+        self.user = user
+        self.held = held
+        self.started = not names_answer  # ``start`` is sent: at the opening, or once the user's message is stored
         self.known = set(known)
+        self.inputs: set[str] = set()  # calls whose arguments streamed (``tool-input-start`` sent, not yet available)
         self.waiting = list(waiting)
         self.step_open = False
         self.answered = False  # the open step's model answer is stored: the next text is a new step
@@ -86,6 +190,10 @@ class UIMessageStream:
     # The Renderer interface --------------------------------------------------------------------------
 
     def opening(self, after: int) -> str:
+        if self.held:
+            return self.rebuilt()
+        if not self.started:
+            return ""
         return chunk("start") + "".join(self.approval_request(call) for call in self.waiting)
 
     def render(self, event: Event) -> str:
@@ -93,7 +201,9 @@ class UIMessageStream:
         return handler(event.data) if handler is not None else ""
 
     def closing(self) -> str:
-        out, self.error = self.end_text() + self.error + self.end_step(), ""
+        out, self.error = self.begin() + self.end_text() + self.error + self.end_step(), ""
+        if self.status is None:  # the stream ended before a turn did (an idle wait for staff, say): as it is now
+            self.status = Conversation.objects.filter(pk=self.conversation_id).values_list("status", flat=True).first()
         reason = "error" if self.failed else FINISH_REASONS.get(self.status or "", "other")
         state: dict[str, Any] = {"conversation": str(self.conversation_id), "status": self.status}
         if self.stopped:
@@ -112,6 +222,9 @@ class UIMessageStream:
         return out + chunk("text-delta", id=self.text_id, delta=data["content"])
 
     def on_message(self, data: dict[str, Any]) -> str:
+        if data["role"] == Message.Role.USER and not self.started:
+            self.started = True
+            return chunk("start", messageId=f"answer-{data['id']}")  # as ``answer_id`` names it
         if data["role"] != Message.Role.ASSISTANT:
             return ""  # the user's own message the client has; a tool's result comes with its call's outcome
         message = Message.objects.filter(pk=data["id"]).first()
@@ -136,6 +249,19 @@ class UIMessageStream:
         if not calls:
             out += self.end_step()
         return out
+
+    def on_tool_input_delta(self, data: dict[str, Any]) -> str:
+        # The arguments as the model writes them: the part is "input-streaming" until the answer is stored.
+        call_id = data["call_id"]
+        if call_id in self.known:
+            return ""
+        out = self.begin_step()
+        if call_id not in self.inputs:
+            self.inputs.add(call_id)
+            out += self.end_text()
+            out += chunk("tool-input-start", toolCallId=call_id, toolName=data["name"],
+                         title=str(tool_label(data["name"])))  # fmt: skip
+        return out + chunk("tool-input-delta", toolCallId=call_id, inputTextDelta=data["delta"])
 
     def on_tool_call(self, data: dict[str, Any]) -> str:
         # Validated and gated now: its part gets the arguments it will run with and who decides it.
@@ -179,6 +305,8 @@ class UIMessageStream:
         if call.call_id in self.known:
             return ""
         self.known.add(call.call_id)
+        if call.call_id in self.inputs:  # started as its arguments streamed
+            return self.input_available(call)
         start = chunk("tool-input-start", toolCallId=call.call_id, toolName=call.name, title=str(tool_label(call.name)))
         return start + self.input_available(call)
 
@@ -189,8 +317,10 @@ class UIMessageStream:
                      title=str(tool_label(call.name)), input=call_input(call), providerMetadata=meta)  # fmt: skip
 
     def approval_request(self, call: ToolCall) -> str:
-        # approvalId is the call's id in the REST API (tool-calls/{id}/), so a client may decide it there too.
-        return chunk("tool-approval-request", approvalId=str(call.pk), toolCallId=call.call_id)
+        # approvalId is the call's id in the REST API (tool-calls/{id}/), so a client may decide it there too; the
+        # descriptor (the part's ``approval.descriptor``) has what a person needs to decide: arguments, preview.
+        return chunk("tool-approval-request", approvalId=str(call.pk), toolCallId=call.call_id,
+                     approvalDescriptor=decision_aid(call, self.user))  # fmt: skip
 
     def outcome(self, call: ToolCall) -> str:
         out = self.announce(call)
@@ -202,10 +332,37 @@ class UIMessageStream:
             return out + chunk("tool-output-error", toolCallId=call.call_id, errorText=call.error or call.result)
         return out
 
+    def begin(self) -> str:
+        """``start``, when it is not sent yet (a turn that ended before the user's message was stored)."""
+        if self.started:
+            return ""
+        self.started = True
+        return chunk("start")
+
+    def rebuilt(self) -> str:
+        """``start`` as the answer to the last user message, and that answer's parts as they are stored."""
+        self.started = True
+        messages = Message.objects.filter(conversation_id=self.conversation_id).order_by("id")
+        question = messages.filter(role=Message.Role.USER).last()
+        answers = messages.filter(role=Message.Role.ASSISTANT)
+        if question is not None:
+            answers = answers.filter(id__gt=question.pk)
+        state = {"conversation": str(self.conversation_id), "status": Conversation.Status.AWAITING_APPROVAL.value}
+        out = chunk("start", messageId=answer_id(question))
+        for message in answers.prefetch_related("tool_calls"):
+            out += self.on_message({"id": message.pk, "role": message.role})
+            for call in message.tool_calls.all():
+                if call.status == ToolCall.Status.AWAITING_APPROVAL:
+                    out += self.approval_request(call)
+                elif call.status != ToolCall.Status.APPROVED:
+                    out += self.outcome(call)
+        # A ``message-metadata`` chunk, not ``start``'s own: the SDK's chat is "streaming" from it on.
+        return out + chunk("message-metadata", messageMetadata={"toolcalling": state})
+
     def begin_step(self) -> str:
-        out = ""
+        out = self.begin()
         if self.step_open and self.answered:
-            out = self.end_step()
+            out += self.end_step()
         if not self.step_open:
             self.step_open, self.answered = True, False
             out += chunk("start-step")

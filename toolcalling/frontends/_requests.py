@@ -190,6 +190,13 @@ def moving(conversation_id: Any) -> bool:
     return status == Conversation.Status.AWAITING_APPROVAL and not waiting
 
 
+def awaiting_staff(conversation_id: Any) -> bool:
+    """Whether the conversation waits for staff only: calls await a decision and none is the user's own (those
+    the page answers itself, in a request of its own)."""
+    waiting = ToolCall.objects.filter(conversation_id=conversation_id, status=ToolCall.Status.AWAITING_APPROVAL)
+    return waiting.exists() and not waiting.filter(approver=ToolCall.Approver.USER).exists()
+
+
 def turn_start(conversation_id: Any) -> int:
     """The number after which the current turn's events begin: the last ``turn_end`` kept, else 0 (a reader
     that resumes gets the whole turn again, as the SDK's ``resumeStream`` expects a replay)."""

@@ -13,6 +13,7 @@ from typing import Any
 from django.http import HttpResponse, HttpResponseBase
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import streaming
@@ -20,11 +21,20 @@ from ..api.errors import ErrorResponses
 from ..api.serializers import MessageInputSerializer
 from ..api.streams import EventStreamMixin, is_asgi, queue_turn, stream_turn
 from ..api.throttling import with_turn_throttle
-from ..api.views import kept_only_if_taken, no_files_in_background, turn_for
+from ..api.views import kept_only_if_taken, messages_queryset, no_files_in_background, turn_for
 from ..attachments import carried
+from ..models import Conversation
 from . import _ag_ui as ag_ui
-from ._ai_sdk import HEADER, VERSION, UIMessageStream
-from ._requests import ChatRequestSerializer, apply_answers, conversation_of, moving, read_request, turn_start
+from ._ai_sdk import HEADER, VERSION, UIMessageStream, ui_messages
+from ._requests import (
+    ChatRequestSerializer,
+    apply_answers,
+    awaiting_staff,
+    conversation_of,
+    moving,
+    read_request,
+    turn_start,
+)
 
 
 def _ai_sdk(response: HttpResponseBase) -> HttpResponseBase:
@@ -33,13 +43,22 @@ def _ai_sdk(response: HttpResponseBase) -> HttpResponseBase:
 
 
 def _follow(
-    conversation_id: Any, after: int, renderer: streaming.Renderer, request: Request, *, protocol: bool = True
+    conversation_id: Any,
+    after: int,
+    renderer: streaming.Renderer,
+    request: Request,
+    *,
+    protocol: bool = True,
+    wait_for_staff: bool = False,
 ) -> HttpResponseBase:
     """The conversation's events after ``after`` until a turn ends, or until nothing of it moves any more
-    (``protocol``: with the AI SDK's header)."""
-    follower = streaming.Follower(
-        after, until=lambda e: e.type == "turn_end", finished=lambda: not moving(conversation_id), renderer=renderer
-    )
+    (``protocol``: with the AI SDK's header; ``wait_for_staff``: a staff decision still to come counts as moving,
+    so the stream waits for it and its continuation, up to ``EVENTS_IDLE_TIMEOUT`` without an event)."""
+
+    def finished() -> bool:
+        return not moving(conversation_id) and not (wait_for_staff and awaiting_staff(conversation_id))
+
+    follower = streaming.Follower(after, until=lambda e: e.type == "turn_end", finished=finished, renderer=renderer)
     response = streaming.sse_response(conversation_id, follower, asgi=is_asgi(request))
     return _ai_sdk(response) if protocol else response
 
@@ -64,7 +83,7 @@ class AISDKChatView(ErrorResponses, EventStreamMixin, APIView):
             # Answers to approval requests: decided before reading on, so the stream carries their outcome.
             after = streaming.last_seq(conversation.pk)
             again = apply_answers(conversation, request.user, wanted.answers)
-            renderer = UIMessageStream(conversation.pk, known=wanted.shown, waiting=again)
+            renderer = UIMessageStream(conversation.pk, user=request.user, known=wanted.shown, waiting=again)
             return _follow(conversation.pk, after, renderer, request)
         message = MessageInputSerializer(data={"content": wanted.content})  # the messages endpoint's checks
         message.is_valid(raise_exception=True)
@@ -76,28 +95,38 @@ class AISDKChatView(ErrorResponses, EventStreamMixin, APIView):
         with kept_only_if_taken(turn.attachments):  # a message refused (busy, a limit) keeps none of its files
             if wanted.background:
                 after = queue_turn(turn, content)
-                return _follow(conversation.pk, after, UIMessageStream(conversation.pk), request)
-            return _ai_sdk(stream_turn(request, turn, content, UIMessageStream(conversation.pk)))
+                renderer = UIMessageStream(conversation.pk, user=request.user, names_answer=True)
+                return _follow(conversation.pk, after, renderer, request)
+            renderer = UIMessageStream(conversation.pk, user=request.user, names_answer=True)
+            return _ai_sdk(stream_turn(request, turn, content, renderer))
 
 
 class AISDKStreamView(ErrorResponses, EventStreamMixin, APIView):
-    """``GET ai-sdk/chat/{id}/stream``: the SDK's ``resumeStream``. A 204 when nothing of the conversation runs;
-    otherwise the running turn's events from its start (a replay, as the SDK expects) to its end. This is how
-    a staff decision's continuation reaches the chat."""
+    """``GET ai-sdk/chat/{id}/stream``: the SDK's ``resumeStream``. This is how a staff decision's continuation
+    reaches the chat: while calls wait for staff only, the stream waits with the page for the decision and
+    follows what it starts (the call's outcome, the model's answer) to the turn's end; while a turn runs, its
+    events from its start (a replay, as the SDK expects) to its end. A 204 when nothing of the conversation
+    runs or waits for staff (a page that missed a turn reads it from ``ai-sdk/chat/{id}/messages``)."""
 
     permission_classes = [IsAuthenticated]
 
     def get(self, request: Request, chat_id: str) -> HttpResponseBase:
         conversation = conversation_of(request.user, chat_id)
-        if not moving(conversation.pk):
-            return _ai_sdk(HttpResponse(status=204))
-        return _follow(conversation.pk, turn_start(conversation.pk), UIMessageStream(conversation.pk), request)
+        if moving(conversation.pk):
+            renderer = UIMessageStream(conversation.pk, user=request.user)
+            return _follow(conversation.pk, turn_start(conversation.pk), renderer, request)
+        if conversation.status == Conversation.Status.AWAITING_APPROVAL and awaiting_staff(conversation.pk):
+            # The page has the turn that asked (it ended at its turn_end): only what the decision starts is new.
+            renderer = UIMessageStream(conversation.pk, user=request.user, held=True)
+            return _follow(conversation.pk, streaming.last_seq(conversation.pk), renderer, request, wait_for_staff=True)
+        return _ai_sdk(HttpResponse(status=204))
 
 
 class AGUIView(ErrorResponses, EventStreamMixin, APIView):
     """``POST ag-ui/``: an AG-UI ``RunAgentInput`` whose ``threadId`` is a conversation of this user. The last
-    user message is posted (or, with ``resume``, the user's answers to the last run's interrupts are applied);
-    the answer is the run as AG-UI events. The client's own ``tools`` are ignored: the
+    user message is posted (or, with ``resume``, the user's answers to the last run's interrupts are applied;
+    with no messages at all, the run is the thread's ``MESSAGES_SNAPSHOT``); the answer is the run as AG-UI
+    events. The client's own ``tools`` are ignored: the
     assistant offers its server-side tools only, so approval and ownership stay the server's."""
 
     permission_classes = [IsAuthenticated]
@@ -108,13 +137,49 @@ class AGUIView(ErrorResponses, EventStreamMixin, APIView):
     def post(self, request: Request) -> HttpResponseBase:
         run = ag_ui.read_input(request.data)
         conversation = conversation_of(request.user, run.thread_id)
-        renderer = ag_ui.AGUIStream(conversation.pk, thread_id=run.thread_id, run_id=run.run_id)
+        renderer = ag_ui.AGUIStream(conversation.pk, thread_id=run.thread_id, run_id=run.run_id, user=request.user)
         if run.resume:
             # Answers to the interrupts of the run before: decided first, then the run follows what they started.
+            # A staff call's interrupt resumed (the browser cannot decide it): the run waits for staff's decision
+            # and follows what it starts, as the AI SDK's resumeStream does.
             after = streaming.last_seq(conversation.pk)
-            apply_answers(conversation, request.user, ag_ui.answers(run))
-            return _follow(conversation.pk, after, renderer, request, protocol=False)
+            again = apply_answers(conversation, request.user, ag_ui.answers(run))
+            wait = bool(again) and awaiting_staff(conversation.pk)
+            return _follow(conversation.pk, after, renderer, request, protocol=False, wait_for_staff=wait)
+        if not run.messages:
+            # Connecting to a thread: what it holds (MESSAGES_SNAPSHOT), and its calls still waiting as the outcome.
+            snapshot = ag_ui.snapshot(messages_queryset(conversation), user=request.user,
+                                      absolute=request.build_absolute_uri)  # fmt: skip
+            body = renderer.opening(0) + renderer.emit_event(snapshot) + renderer.closing()
+            return HttpResponse(body, content_type=f"{ag_ui.MEDIA_TYPE}; charset=utf-8")
         message = MessageInputSerializer(data={"content": ag_ui.last_user_text(run)})
         message.is_valid(raise_exception=True)
         turn = turn_for(request, conversation, stream=True)
         return stream_turn(request, turn, message.validated_data["content"], renderer)
+
+
+class AISDKMessagesView(ErrorResponses, APIView):
+    """``GET ai-sdk/chat/{id}/messages``: the conversation's stored messages as the SDK's ``UIMessage`` list, so
+    ``useChat({ id, messages })`` starts where the conversation is (a page opened later, or reloaded, shows
+    what happened meanwhile: a staff decision and its continuation too). The owner's only, as the chat is."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get(self, request: Request, chat_id: str) -> Response:
+        conversation = conversation_of(request.user, chat_id)
+        metadata = {"toolcalling": {"conversation": str(conversation.pk), "status": conversation.status}}
+        found = ui_messages(messages_queryset(conversation), user=request.user, metadata=metadata,
+                            absolute=request.build_absolute_uri)  # fmt: skip
+        return Response(found)
+
+
+class AGUIMessagesView(ErrorResponses, APIView):
+    """``GET ag-ui/{threadId}/messages``: the conversation's stored messages as AG-UI's ``MESSAGES_SNAPSHOT``
+    event (JSON), for a client that opens a thread it ran before. The owner's only."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get(self, request: Request, thread_id: str) -> Response:
+        conversation = conversation_of(request.user, thread_id)
+        event = ag_ui.snapshot(messages_queryset(conversation), user=request.user, absolute=request.build_absolute_uri)
+        return Response(event.model_dump(mode="json", by_alias=True, exclude_none=True))

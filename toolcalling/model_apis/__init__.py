@@ -23,8 +23,11 @@ from ._base import (
     ModelReply,
     ModelRequest,
     RequestedCall,
+    StreamCallbacks,
+    ToolInputCallback,
     Usage,
     reasoning_items,
+    tool_input_of,
 )
 from ._chat_completions import ChatCompletions
 from ._responses import Responses, needs_responses
@@ -45,6 +48,9 @@ __all__ = [
     "PROVIDER_ITEMS_KEY",
     "ChatCompletions",
     "DeltaCallback",
+    "StreamCallbacks",
+    "ToolInputCallback",
+    "tool_input_of",
     "Features",
     "ModelAPI",
     "ModelReply",

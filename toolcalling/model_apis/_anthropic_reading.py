@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 
 from ..exceptions import ModelError
 from . import _reading as read
-from ._base import DeltaCallback, ModelReply, RequestedCall, Usage, invalid
+from ._base import DeltaCallback, ModelReply, RequestedCall, Usage, invalid, tool_input_of
 
 # How the API sends tool input the model wrote as text that is not a JSON object.
 INVALID_JSON = "INVALID_JSON"
@@ -81,6 +81,7 @@ class EventAssembler:
     def __init__(self, requested_model: str, on_delta: DeltaCallback) -> None:
         self.requested_model = requested_model
         self.on_delta = on_delta
+        self.tool_input = tool_input_of(on_delta)
         self.message: dict[str, Any] | None = None
         self.blocks: dict[int, dict[str, Any]] = {}
         self.partial_json: dict[int, list[str]] = {}
@@ -140,7 +141,11 @@ class EventAssembler:
             if piece:
                 self.on_delta(piece)
         elif kind == "input_json_delta":
-            self.partial_json.setdefault(index, []).append(read.string(delta.get("partial_json")))
+            piece = read.string(delta.get("partial_json"))
+            self.partial_json.setdefault(index, []).append(piece)
+            call_id, name = read.string(block.get("id")), read.string(block.get("name"))
+            if self.tool_input is not None and piece and call_id and name and block.get("type") == "tool_use":
+                self.tool_input(call_id, name, piece)
         elif kind == "thinking_delta":
             block["thinking"] = read.string(block.get("thinking")) + read.string(delta.get("thinking"))
         elif kind == "signature_delta":

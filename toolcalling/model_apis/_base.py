@@ -22,6 +22,9 @@ from django.utils.translation import gettext as _
 from ..exceptions import ModelError
 
 DeltaCallback = Callable[[str], None]
+# A tool call's arguments as the model writes them: the call's id, its tool's name, and the next piece of the
+# arguments' JSON text. For showing only: the arguments a call runs with are read from the whole answer.
+ToolInputCallback = Callable[[str, str, str], None]
 
 # The key under which a Chat Completions-shaped assistant message of a request carries the items its answer
 # was issued as (``ModelReply.provider_items``); each API sends back only its own, and Chat Completions none.
@@ -33,6 +36,23 @@ IS_ERROR_KEY = "is_error"
 
 # The keys of the app's own that a request's messages may carry beside Chat Completions' fields.
 SIDE_KEYS = (PROVIDER_ITEMS_KEY, IS_ERROR_KEY)
+
+
+@dataclass(frozen=True)
+class StreamCallbacks:
+    """A ``DeltaCallback`` (called with each text piece) that also hears the pieces of tool calls' arguments
+    (``tool_input``), for a caller that shows them as they come. A reader finds it with ``tool_input_of``."""
+
+    text: DeltaCallback
+    tool_input: ToolInputCallback
+
+    def __call__(self, piece: str) -> None:
+        self.text(piece)
+
+
+def tool_input_of(on_delta: DeltaCallback | None) -> ToolInputCallback | None:
+    """Where a streamed answer's argument pieces go: nowhere unless the caller asked for them."""
+    return on_delta.tool_input if isinstance(on_delta, StreamCallbacks) else None
 
 
 @dataclass(kw_only=True)

@@ -16,7 +16,16 @@ from django.utils.translation import gettext as _
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _reading as read
-from ._base import DeltaCallback, Features, ModelReply, ModelRequest, RequestedCall, invalid, without_side_keys
+from ._base import (
+    DeltaCallback,
+    Features,
+    ModelReply,
+    ModelRequest,
+    RequestedCall,
+    invalid,
+    tool_input_of,
+    without_side_keys,
+)
 from ._openai_clients import OpenAIPostedAPI
 
 PATH = "/chat/completions"
@@ -103,6 +112,8 @@ class StreamAssembler:
     def __init__(self, requested_model: str, on_delta: DeltaCallback) -> None:
         self.reply = ModelReply(content=None, model=requested_model, usage=read.unknown_usage())
         self.on_delta = on_delta
+        self.tool_input = tool_input_of(on_delta)
+        self.shown: dict[int, int] = {}  # per call (its index): how many argument pieces went to ``tool_input``
         self.text: list[str] = []
         self.refusal: list[str] = []
         # Pieces are kept in lists and joined once: a long answer is assembled in time linear in its length.
@@ -182,6 +193,18 @@ class StreamAssembler:
                 if not (slot["name"] and name == "".join(slot["name"])):
                     slot["name"].append(name)
                 slot["arguments"].append(read.arguments(function.get("arguments")))
+            self._show(index, slot)
+
+    def _show(self, index: int, slot: dict[str, list[str]]) -> None:
+        """The call's argument pieces not shown yet, once its id and name are known (a piece that came first
+        goes with the next)."""
+        if self.tool_input is None or not slot["id"] or not slot["name"]:
+            return
+        shown = self.shown.get(index, 0)
+        piece = "".join(slot["arguments"][shown:])
+        self.shown[index] = len(slot["arguments"])
+        if piece:
+            self.tool_input(slot["id"][0], "".join(slot["name"]), piece)
 
 
 def _raise_error_body(data: dict[str, Any]) -> None:

@@ -21,7 +21,16 @@ from django.utils.translation import gettext as _
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _reading as read
-from ._base import PROVIDER_ITEMS_KEY, DeltaCallback, Features, ModelReply, ModelRequest, RequestedCall, invalid
+from ._base import (
+    PROVIDER_ITEMS_KEY,
+    DeltaCallback,
+    Features,
+    ModelReply,
+    ModelRequest,
+    RequestedCall,
+    invalid,
+    tool_input_of,
+)
 from ._converting import content_text, function_of, image_url, no_parameters
 from ._openai_clients import OpenAIPostedAPI
 
@@ -269,6 +278,8 @@ class EventAssembler:
     def __init__(self, requested_model: str, on_delta: DeltaCallback) -> None:
         self.requested_model = requested_model
         self.on_delta = on_delta
+        self.tool_input = tool_input_of(on_delta)
+        self.calls: dict[int, tuple[str, str]] = {}  # function calls being written: (call id, name) by output index
         self.items: dict[int, dict[str, Any]] = {}
         self.final: dict[str, Any] | None = None
 
@@ -279,6 +290,17 @@ class EventAssembler:
             delta = read.text(event.get("delta"), "a text delta")
             if delta:
                 self.on_delta(delta)
+        elif kind == "response.output_item.added" and self.tool_input is not None:
+            item = event.get("item")
+            if isinstance(item, dict) and item.get("type") == "function_call":
+                call_id, name = read.string(item.get("call_id")), read.string(item.get("name"))
+                if call_id and name and isinstance(event.get("output_index"), int):
+                    self.calls[event["output_index"]] = (call_id, name)
+        elif kind == "response.function_call_arguments.delta" and self.tool_input is not None:
+            call = self.calls.get(event.get("output_index"))  # type: ignore[arg-type]
+            piece = event.get("delta")
+            if call is not None and isinstance(piece, str) and piece:
+                self.tool_input(call[0], call[1], piece)
         elif kind == "response.output_item.done":
             index = event.get("output_index", len(self.items))
             if not isinstance(index, int) or isinstance(index, bool):

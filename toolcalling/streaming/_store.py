@@ -30,6 +30,7 @@ logger = logging.getLogger("toolcalling")
 EVENT_TYPES = (
     "message",
     "delta",
+    "tool_input_delta",
     "tool_call",
     "tool_call_started",
     "tool_call_finished",

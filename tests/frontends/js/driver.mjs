@@ -6,6 +6,7 @@ import {
   AbstractChat,
   DefaultChatTransport,
   lastAssistantMessageIsCompleteWithApprovalResponses,
+  validateUIMessages,
 } from "ai";
 
 const write = (line) => process.stdout.write(JSON.stringify(line) + "\n");
@@ -13,8 +14,8 @@ const listeners = new Set();
 
 // The chat's state kept in plain objects (the React and Vue packages keep it in their own reactive stores).
 class State {
-  constructor() {
-    this.messages = [];
+  constructor(messages = []) {
+    this.messages = messages;
     this._status = "ready";
     this.error = undefined;
   }
@@ -61,7 +62,7 @@ class RecordingTransport extends DefaultChatTransport {
 
 class NodeChat extends AbstractChat {
   constructor(init) {
-    super({ ...init, state: new State() });
+    super({ ...init, state: new State(init.messages) });
   }
 }
 
@@ -82,16 +83,26 @@ function state() {
 }
 
 const commands = {
-  async open({ api, id, user, password, auto }) {
+  // history: start where the conversation is, from ai-sdk/chat/{id}/messages (as a page passes useChat its
+  // messages), after the SDK's own validateUIMessages.
+  async open({ api, id, user, password, auto, history }) {
     const headers = { Authorization: "Basic " + Buffer.from(`${user}:${password}`).toString("base64") };
+    let messages;
+    if (history) {
+      const response = await fetch(`${api}/${id}/messages`, { headers });
+      const body = await response.json();
+      if (!response.ok) return { status: response.status, body };
+      messages = body.length ? await validateUIMessages({ messages: body }) : [];
+    }
     chunks = [];
     chat = new NodeChat({
       id,
+      messages,
       transport: new RecordingTransport({ api, headers }, chunks),
       onError: (error) => errors.push(error.message),
       sendAutomaticallyWhen: auto ? lastAssistantMessageIsCompleteWithApprovalResponses : undefined,
     });
-    return { id: chat.id };
+    return { id: chat.id, messages: chat.messages };
   },
   async send({ text, files }) {
     await chat.sendMessage(files ? { text, files } : { text });
