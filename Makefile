@@ -9,7 +9,7 @@ PY = $(VENV)/bin/python
 PY_FULL ?= $(PY)
 PY_DB ?= $(PY)
 
-.PHONY: setup system-packages demo eval test test-matrix lint docs mutation
+.PHONY: setup system-packages demo react-example eval test test-matrix lint docs mutation
 
 # Reinstall only when the requirements or the package metadata change.
 $(VENV)/.installed: requirements/dev.txt requirements/base.txt requirements/anthropic.txt requirements/docs.txt requirements/frontends.txt requirements/tasks.txt pyproject.toml
@@ -23,7 +23,7 @@ setup: $(VENV)/.installed
 # Without REDIS_URL approved tool calls run in the web process (eager Celery); with it a worker runs them,
 # and the trap stops that worker when the server exits. The demo's passwords are public, so it listens on
 # 127.0.0.1 unless HOST says otherwise (e.g. HOST=0.0.0.0 inside a container).
-demo: setup
+demo: setup react-example
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo_setup
 	@case "$${HOST:-127.0.0.1}" in 127.0.0.1|localhost|::1) ;; \
@@ -36,6 +36,19 @@ demo: setup
 	else \
 		exec $(PY) manage.py runserver $${HOST:-127.0.0.1}:$${PORT:-8000}; \
 	fi
+
+# The React example the demo serves at /react/ (examples/ai-sdk-react), built with npm when the machine has it
+# (make system-packages installs Debian's); without npm, or when the build fails, the demo serves everything else
+# and /react/ says how to build it.
+REACT = examples/ai-sdk-react
+$(REACT)/dist/index.html: $(REACT)/package-lock.json $(REACT)/index.html $(REACT)/vite.config.ts $(wildcard $(REACT)/*.tsx)
+	npm ci --prefix $(REACT) --no-audit --no-fund
+	npm run build --prefix $(REACT)
+
+react-example:
+	@if command -v npm >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory $(REACT)/dist/index.html || echo "The React example did not build; /react/ says how." >&2; \
+	else echo "npm not found: the demo runs without the React example at /react/ (make system-packages installs npm)." >&2; fi
 
 # The demo shop's eval dataset with the offline model (no key, no network), whatever the environment says;
 # each case is rolled back, so the demo data stays as it is. Reports go to var/ (HTML and JUnit XML).
