@@ -62,3 +62,11 @@ class StamperAssistant(Assistant):
     id = "stamper"
     name = "Stamper"
     tools = ["stamp"]
+
+
+class TillAssistant(Assistant):
+    """Tools with effects outside the database, some safe to run again: for the tests of interrupted calls."""
+
+    id = "till"
+    name = "Till"
+    tools = ["charge", "send_receipt", "approved_charge", "approved_receipt", "confirmed_charge"]

@@ -80,6 +80,9 @@ class Tool:
     """Who decides a gated call: ``"staff"`` (the approve permission) or ``"user"`` (the conversation's user)."""
     return_direct: bool = False
     """The result is the reply; the model is not asked again (when every call of an answer is direct)."""
+    idempotent: bool = False
+    """Running it again with the same ``ctx.idempotency_key`` does no harm: a call whose process died while it ran
+    is run again, where any other tool's call waits for a person to say what happened ("outcome unknown")."""
     permissions: tuple[str, ...] = ()
     """Django permissions the user must hold for the tool to be offered at all."""
     arguments_model: type[BaseModel] = field(repr=False)
@@ -148,6 +151,7 @@ def make_tool(
     approver: str = "staff",
     return_direct: bool = False,
     permissions: Sequence[str] = (),
+    idempotent: bool = False,
 ) -> Tool:
     """Build a ``Tool`` from a function, collecting every problem into one error."""
     tool_name = name or func.__name__
@@ -169,6 +173,8 @@ def make_tool(
         problems.append("approval_preview must be a callable (ctx, args) -> str | dict")
     if approver not in APPROVERS:
         problems.append(f"approver must be one of {', '.join(map(repr, APPROVERS))}, not {approver!r}")
+    if not isinstance(idempotent, bool):
+        problems.append("idempotent must be True or False")
     if requires_approval is False and (approval_preview is not None or approver != "staff"):
         problems.append("approval_preview and approver apply only to a tool with requires_approval")
     try:
@@ -190,6 +196,7 @@ def make_tool(
         approver=approver,
         return_direct=return_direct,
         permissions=tuple(permissions),
+        idempotent=idempotent,
         arguments_model=model,
         context_param=context_param,
         parameters=parameters,
@@ -210,6 +217,7 @@ def tool(
     approver: str = "staff",
     return_direct: bool = False,
     permissions: Sequence[str] = (),
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -224,6 +232,7 @@ def tool(
     approver: str = "staff",
     return_direct: bool = False,
     permissions: Sequence[str] = (),
+    idempotent: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a function a tool and register it; use bare (``@tool``) or with options (``@tool(...)``)."""
 
@@ -238,6 +247,7 @@ def tool(
             approver=approver,
             return_direct=return_direct,
             permissions=permissions,
+            idempotent=idempotent,
         )
         tool_registry.register(made)
         return made
