@@ -17,7 +17,7 @@ from ..conf import toolcalling_settings
 from ..exceptions import InvalidArguments, ToolCallLimitExceeded, ToolExecutionError
 from ..hooks import TurnView
 from ..models import Message, ToolCall
-from ..toolkit import Tool, assistants, result_to_text, split_extras
+from ..toolkit import Tool, assistants, result_to_text, split_extras, storable_json
 from . import _storage as storage
 from ._observers import Observers
 
@@ -139,6 +139,29 @@ class CallPath:
         """Answer a call its caller decided not to run (the stepper's ``skip`` and ``reject``); it still counts."""
         self.limits.take(call.name)
         return self._answer(call, status, text, "" if status == ToolCall.Status.SUCCEEDED else text)
+
+    def mark_unknown(self, call: ToolCall, reason: str) -> Answer | None:
+        """A call whose tool may have run in a process that died, and may not run again (not ``idempotent``): it
+        waits for a person to say what happened (``outcome_unknown``), with its arguments as the tool got them.
+        A call that cannot have run (no such tool, invalid arguments) is answered as ``handle`` answers it."""
+        tool = self.tools.get(call.name)
+        try:
+            if tool is None:
+                raise InvalidArguments(call.name)
+            self._validate(tool, call)
+            self.ctx.tool_call = call
+            gated = tool.needs_approval(self.ctx, call.arguments)
+        except Exception:
+            return self.handle(call)  # it failed before the tool could run, and fails the same way again
+        if gated:
+            return self.handle(call)  # a gated call runs only once decided: it cannot have run, and waits now
+        call.status, call.error = ToolCall.Status.OUTCOME_UNKNOWN, reason
+        with self.ledger.write():
+            storage.update_call_if(
+                call, ToolCall.Status.RUNNING, status=call.status, error=reason,
+                arguments=storable_json(call.arguments), extras=storable_json(call.extras),
+            )  # fmt: skip
+        return None
 
     def withdraw(self, call: ToolCall, text: str) -> Message:
         """Answer a call that will not run because its turn was stopped (one awaiting approval included)."""
