@@ -8,6 +8,8 @@ older than the timeout. Tasks run eagerly here."""
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tests.approval.test_decisions import assert_history_valid, tool_message
@@ -153,3 +155,27 @@ def test_a_turn_quiet_for_less_than_the_timeout_is_left_alone(alice, model):
     assert approval.sweep().resumed == []
     assert Conversation.objects.get(pk=conversation.pk).status == "running"
     assert delivered_keys("charge") == {}
+
+
+@pytest.mark.django_db(transaction=True)  # real transactions: their BEGIN and COMMIT are what is counted
+def test_a_result_is_on_disk_before_the_next_call_of_its_answer_runs(model, alice):
+    """Were a result lost with a database crash (a commit that did not wait for the disk), the turn taken over
+    would take the next call for one that never started and run it again: only the last result of an answer
+    may skip the wait (PostgreSQL's ``SET LOCAL synchronous_commit``; other databases send nothing)."""
+    assistant = Assistant.get("till")
+    model.calls(("charge", {"amount": 1}), ("charge", {"amount": 2}))
+    model.reply("Charged twice.")
+    with CaptureQueriesContext(connection) as queries:
+        assistant.run(alice, "two charges")
+    results = []  # per transaction that stores a result: whether it relaxed its commit
+    relaxed = False
+    for query in queries.captured_queries:
+        sql = query["sql"]
+        if sql.startswith("BEGIN"):
+            relaxed = False
+        elif sql.startswith("SET LOCAL synchronous_commit"):
+            relaxed = True
+        elif sql.startswith("UPDATE") and "toolcalling_toolcall" in sql.split(" SET ")[0]:
+            results.append(relaxed)
+    assert results == ([False, True] if connection.vendor == "postgresql" else [False, False])
+    assert sum(delivered_keys("charge").values()) == 2

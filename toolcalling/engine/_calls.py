@@ -102,8 +102,10 @@ class CallPath:
         self.extras_exempt = set(extras_exempt)
         self.raise_errors = raise_errors
 
-    def handle(self, call: ToolCall) -> Answer:
-        """Limit, validate, gate, run and answer one call."""
+    def handle(self, call: ToolCall, *, durable: bool = False) -> Answer:
+        """Limit, validate, gate, run and answer one call. ``durable``: the result of a tool that ran is on disk
+        before this returns (another call of the answer runs next: were the result lost with a database crash,
+        a turn taken over would take the next call for one that never started, and run it again)."""
         over = self.limits.take(call.name)
         if over is not None:
             if toolcalling_settings.ON_LIMIT_EXCEEDED == "raise":
@@ -132,8 +134,8 @@ class CallPath:
         with self.observers.tool_span(call):
             status, text, error = self._run(tool, call, arguments)
             if status == ToolCall.Status.FAILED:
-                return self._fail(call, text, error, detail=f"Tool {tool.name!r} failed: {error}")
-            return self._answer(call, status, text, error)
+                return self._fail(call, text, error, detail=f"Tool {tool.name!r} failed: {error}", durable=durable)
+            return self._answer(call, status, text, error, durable=durable)
 
     def answer_decided(self, call: ToolCall, status: str, text: str) -> Answer:
         """Answer a call its caller decided not to run (the stepper's ``skip`` and ``reject``); it still counts."""
@@ -232,18 +234,26 @@ class CallPath:
         return self._run(tool, call, arguments)
 
     def _fail(
-        self, call: ToolCall, text: str, error: str | None = None, *, detail: str = "", cause: Exception | None = None
+        self,
+        call: ToolCall,
+        text: str,
+        error: str | None = None,
+        *,
+        detail: str = "",
+        cause: Exception | None = None,
+        durable: bool = False,
     ) -> Answer:
         """Answer a failed call; with ``raise_errors`` the answer ends the turn. The one place that decides it."""
-        answer = self._answer(call, ToolCall.Status.FAILED, text, text if error is None else error)
+        answer = self._answer(call, ToolCall.Status.FAILED, text, text if error is None else error, durable=durable)
         if not self.raise_errors:
             return answer
         failure = ToolExecutionError(detail or text.removeprefix("Error: "))
         failure.__cause__ = cause
         return Answer(message=answer.message, text=text, error=failure)
 
-    def _answer(self, call: ToolCall, status: str, text: str, error: str) -> Answer:
-        return Answer(message=self.ledger.answer_call(call, status=status, result=text, error=error), text=text)
+    def _answer(self, call: ToolCall, status: str, text: str, error: str, *, durable: bool = False) -> Answer:
+        message = self.ledger.answer_call(call, status=status, result=text, error=error, durable=durable)
+        return Answer(message=message, text=text)
 
 
 def run_tool(tool: Tool, ctx: ToolContext, arguments: BaseModel) -> Outcome:
