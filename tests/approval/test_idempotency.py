@@ -56,7 +56,7 @@ def test_an_approved_call_runs_with_the_key_its_approver_saw(
 def test_idempotent_is_an_option_of_the_decorator():
     assert tool_registry.get("send_receipt").idempotent is True
     assert tool_registry.get("charge").idempotent is False
-    with pytest.raises(ImproperlyDefined, match="idempotent must be True or False"):
+    with pytest.raises(ImproperlyDefined, match="idempotent and atomic must be True or False"):
 
         @tool(idempotent="yes")  # type: ignore[arg-type]
         def maybe(ctx: ToolContext) -> str:

@@ -8,17 +8,19 @@ older than the timeout. Tasks run eagerly here."""
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection
+from django.db.models.signals import post_save
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tests.approval.test_decisions import assert_history_valid, tool_message
 from tests.approval.test_idempotency import delivered_keys
+from tests.approvalapp.models import Counter
 from toolcalling import Assistant, approval, engine
 from toolcalling.conf import toolcalling_settings
 from toolcalling.engine import Turn, conversation_for
 from toolcalling.engine._steps import Answered, CallsAnswered
-from toolcalling.exceptions import TurnInterrupted
+from toolcalling.exceptions import TurnError, TurnInterrupted
 from toolcalling.models import Conversation, Message, ToolCall
 
 abandoned = []  # the generators of the "dead" turns: kept, so they are never closed while a test runs
@@ -179,3 +181,57 @@ def test_a_result_is_on_disk_before_the_next_call_of_its_answer_runs(model, alic
             results.append(relaxed)
     assert results == ([False, True] if connection.vendor == "postgresql" else [False, False])
     assert sum(delivered_keys("charge").values()) == 2
+
+
+def seats(seat):
+    row = Counter.objects.filter(name=f"seat-{seat}").first()
+    return row.value if row else 0
+
+
+def test_an_atomic_tools_writes_are_stored_with_its_result_or_not_at_all(alice, model):
+    refused = []
+
+    def refuse_tool_messages(sender, instance, created, **kwargs):
+        if created and instance.role == "tool" and not refused:
+            refused.append(instance.content)
+            raise DatabaseError("the disk is full")  # storing the result fails (once)
+
+    model.calls(("book_seat", {"seat": "12A"}))
+    post_save.connect(refuse_tool_messages, sender=Message)
+    try:
+        with pytest.raises(TurnError):
+            Assistant.get("till").run(alice, "book 12A")
+    finally:
+        post_save.disconnect(refuse_tool_messages, sender=Message)
+    assert refused == ["booked 12A"]  # the tool ran ...
+    assert seats("12A") == 0  # ... and what it wrote went with the result that could not be stored
+    first = ToolCall.objects.get()
+    assert first.status == "failed"  # answered when the turn failed; the model is told
+    model.calls(("book_seat", {"seat": "12A"}))
+    model.reply("Booked.")
+    Assistant.get("till").run(alice, "try again", conversation=first.conversation)
+    assert seats("12A") == 1  # booked once: by the call whose result was stored
+    assert ToolCall.objects.filter(status="succeeded").count() == 1
+    model.assert_done()
+
+
+def test_what_a_failing_atomic_tool_wrote_is_undone_and_its_error_goes_to_the_model(alice, model):
+    model.calls(("book_seat", {"seat": "broken"}))
+    model.reply("That seat is broken.")
+    Assistant.get("till").run(alice, "book the broken seat")
+    assert seats("broken") == 0
+    assert ToolCall.objects.get().error == "ValueError: the seat is broken"
+    model.assert_done()
+
+
+def test_a_dead_turns_atomic_call_runs_again_exactly_once(alice, model, django_capture_on_commit_callbacks):
+    # Its process died inside the transaction: what the tool wrote went with it, so it simply runs again.
+    model.calls(("book_seat", {"seat": "7C"}))
+    conversation = turn_until(alice, model, "book 7C", lambda step: isinstance(step, Answered))
+    model.reply("Booked 7C.")
+    with django_capture_on_commit_callbacks(execute=True):
+        approval.sweep()
+    assert ToolCall.objects.get(conversation=conversation).status == "succeeded"
+    assert seats("7C") == 1
+    assert Conversation.objects.get(pk=conversation.pk).status == "idle"
+    model.assert_done()

@@ -69,4 +69,4 @@ class TillAssistant(Assistant):
 
     id = "till"
     name = "Till"
-    tools = ["charge", "send_receipt", "approved_charge", "approved_receipt", "confirmed_charge"]
+    tools = ["charge", "send_receipt", "approved_charge", "approved_receipt", "confirmed_charge", "book_seat"]

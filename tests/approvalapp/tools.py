@@ -142,3 +142,13 @@ def approved_receipt(ctx: ToolContext, amount: int) -> str:
 def confirmed_charge(ctx: ToolContext, amount: int) -> str:
     """Charge the user's card once the user confirms it."""
     return _deliver("charge", ctx)
+
+
+@tool(atomic=True)
+def book_seat(ctx: ToolContext, seat: str) -> str:
+    """Book a seat; writes only to the site's database, in the transaction that stores its result."""
+    counter, _ = Counter.objects.get_or_create(name=f"seat-{seat}")
+    Counter.objects.filter(pk=counter.pk).update(value=F("value") + 1)
+    if seat == "broken":
+        raise ValueError("the seat is broken")
+    return f"booked {seat}"

@@ -107,9 +107,9 @@ def lease_expired(call: ToolCall, now: datetime) -> bool:
 
 
 def idempotent(call: ToolCall) -> bool:
-    """Whether the call's tool says it may run again (``@tool(idempotent=True)``); a tool no longer registered
-    (or an MCP server's) may not."""
-    return tool_registry.is_registered(call.name) and tool_registry.get(call.name).idempotent
+    """Whether the call's tool says it may run again (``@tool(idempotent=True)``, or ``atomic=True``: what it wrote
+    was rolled back with its process); a tool no longer registered (or an MCP server's) may not."""
+    return tool_registry.is_registered(call.name) and tool_registry.get(call.name).may_run_again
 
 
 def recover_interrupted(call: ToolCall, now: datetime | None = None) -> str | None:

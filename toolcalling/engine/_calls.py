@@ -6,9 +6,11 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from pydantic import BaseModel
@@ -131,7 +133,7 @@ class CallPath:
             self.ledger.wait_for_approval(call)
             self.observers.call_waiting(call)
             return Answer(message=None, text=None)
-        with self.observers.tool_span(call):
+        with self.observers.tool_span(call), self._together(tool):
             status, text, error = self._run(tool, call, arguments)
             if status == ToolCall.Status.FAILED:
                 return self._fail(call, text, error, detail=f"Tool {tool.name!r} failed: {error}", durable=durable)
@@ -175,17 +177,27 @@ class CallPath:
         ``note`` goes before the result (e.g. that an approver changed the arguments). Returns the answer's
         message, or ``None`` when the call was answered meanwhile (a sweep failed it): nothing is stored twice.
         """
-        with self.observers.tool_span(call):
+        tool = self.tools.get(call.name)
+        with self.observers.tool_span(call), self._together(tool) as together:
             status, text, error = self._run_approved(call)
             message = storage.answer_call_if(
                 call, from_status=ToolCall.Status.RUNNING, status=status, result=f"{note}{text}", error=error
             )
+            if message is None and together is not None:
+                transaction.set_rollback(True, using=self.ledger.db)  # what it wrote goes with the result
         if message is None:
             logger.warning("tool call %s was answered while it ran; its result is dropped: %s", call.pk, text)
             return None
         return message
 
     # The steps --------------------------------------------------------------------------------------
+
+    def _together(self, tool: Tool | None) -> AbstractContextManager[Any]:
+        """For an ``atomic`` tool, the transaction that holds its run and its result (both stored, or neither);
+        for any other, nothing."""
+        if tool is None or not tool.atomic:
+            return nullcontext()
+        return transaction.atomic(using=self.ledger.db)
 
     def _validate(self, tool: Tool, call: ToolCall) -> BaseModel:
         """Parse the model's arguments; extras are split off and handed to the assistant first."""
@@ -210,7 +222,7 @@ class CallPath:
             if replaced is not None:
                 return ToolCall.Status.SUCCEEDED, replaced, ""
         self.started.add(call.pk)  # from here on the tool may take effect, whatever happens next
-        status, text, error = run_tool(tool, self.ctx, arguments)
+        status, text, error = run_tool(tool, self.ctx, arguments, using=self.ledger.db if tool.atomic else None)
         call.status, call.error = status, error
         for hook in reversed(self.hooks):  # the outcome is known; a hook may replace the text the model reads
             changed = hook.after_tool_call(self.view, call, text)
@@ -256,10 +268,15 @@ class CallPath:
         return Answer(message=message, text=text)
 
 
-def run_tool(tool: Tool, ctx: ToolContext, arguments: BaseModel) -> Outcome:
-    """Call a tool function; return ``(status, text for the model, error)``. Never raises for tool errors."""
+def run_tool(tool: Tool, ctx: ToolContext, arguments: BaseModel, *, using: str | None = None) -> Outcome:
+    """Call a tool function; return ``(status, text for the model, error)``. Never raises for tool errors.
+    ``using``: the tool runs in a savepoint on that database, so what a failing tool wrote is undone."""
     try:
-        value = tool.invoke(ctx, arguments)
+        if using is None:
+            value = tool.invoke(ctx, arguments)
+        else:
+            with transaction.atomic(using=using):
+                value = tool.invoke(ctx, arguments)
         return ToolCall.Status.SUCCEEDED, result_to_text(value), ""
     except Exception as exc:
         logger.warning("tool %s failed: %s: %s", tool.name, type(exc).__name__, exc)

@@ -3,10 +3,10 @@ stored and no call run twice.
 
 A turn stores the model's answer with its calls (``running``, none started) before it runs them, one after
 another, each answer stored as it comes. So of the calls still open when the process died, only the first may
-have started: it runs again if its tool is ``idempotent`` (with the same ``ctx.idempotency_key``), and otherwise
-waits for a person to say what happened (``outcome_unknown``); the calls after it never started and run now. The
-turn then waits as a turn with gated calls does (``awaiting_approval``), and the approval machinery asks the
-model again once nothing is left to decide.
+have started: it runs again if its tool may (``idempotent``, with the same ``ctx.idempotency_key``, or ``atomic``),
+and otherwise waits for a person to say what happened (``outcome_unknown``); the calls after it never started and
+run now. The turn then waits as a turn with gated calls does (``awaiting_approval``), and the approval machinery
+asks the model again once nothing is left to decide.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def resume_stale_turn(conversation: Conversation) -> bool:
         )
         for position, call in enumerate(open_calls.order_by("message_id", "index")):
             tool = turn.tools.get(call.name)
-            if position == 0 and not (tool is not None and tool.idempotent):
+            if position == 0 and not (tool is not None and tool.may_run_again):
                 answer = turn.calls.mark_unknown(call, INTERRUPTED)
             else:
                 answer = turn.calls.handle(call)

@@ -83,6 +83,10 @@ class Tool:
     idempotent: bool = False
     """Running it again with the same ``ctx.idempotency_key`` does no harm: a call whose process died while it ran
     is run again, where any other tool's call waits for a person to say what happened ("outcome unknown")."""
+    atomic: bool = False
+    """The tool writes only to the site's database (where the app writes): it runs inside the transaction that
+    stores its result, so its writes and its result are stored together or not at all, exactly once. A call whose
+    process died while it ran is run again: what it wrote was rolled back with it."""
     permissions: tuple[str, ...] = ()
     """Django permissions the user must hold for the tool to be offered at all."""
     arguments_model: type[BaseModel] = field(repr=False)
@@ -106,6 +110,11 @@ class Tool:
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
+
+    @property
+    def may_run_again(self) -> bool:
+        """Whether a call whose process died while it ran may simply run again (``idempotent`` or ``atomic``)."""
+        return self.idempotent or self.atomic
 
     def needs_approval(self, ctx: ToolContext, arguments: dict[str, Any]) -> bool:
         rule = self.requires_approval
@@ -152,6 +161,7 @@ def make_tool(
     return_direct: bool = False,
     permissions: Sequence[str] = (),
     idempotent: bool = False,
+    atomic: bool = False,
 ) -> Tool:
     """Build a ``Tool`` from a function, collecting every problem into one error."""
     tool_name = name or func.__name__
@@ -173,8 +183,8 @@ def make_tool(
         problems.append("approval_preview must be a callable (ctx, args) -> str | dict")
     if approver not in APPROVERS:
         problems.append(f"approver must be one of {', '.join(map(repr, APPROVERS))}, not {approver!r}")
-    if not isinstance(idempotent, bool):
-        problems.append("idempotent must be True or False")
+    if not isinstance(idempotent, bool) or not isinstance(atomic, bool):
+        problems.append("idempotent and atomic must be True or False")
     if requires_approval is False and (approval_preview is not None or approver != "staff"):
         problems.append("approval_preview and approver apply only to a tool with requires_approval")
     try:
@@ -197,6 +207,7 @@ def make_tool(
         return_direct=return_direct,
         permissions=tuple(permissions),
         idempotent=idempotent,
+        atomic=atomic,
         arguments_model=model,
         context_param=context_param,
         parameters=parameters,
@@ -218,6 +229,7 @@ def tool(
     return_direct: bool = False,
     permissions: Sequence[str] = (),
     idempotent: bool = False,
+    atomic: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -233,6 +245,7 @@ def tool(
     return_direct: bool = False,
     permissions: Sequence[str] = (),
     idempotent: bool = False,
+    atomic: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a function a tool and register it; use bare (``@tool``) or with options (``@tool(...)``)."""
 
@@ -248,6 +261,7 @@ def tool(
             return_direct=return_direct,
             permissions=permissions,
             idempotent=idempotent,
+            atomic=atomic,
         )
         tool_registry.register(made)
         return made
