@@ -168,6 +168,11 @@ if os.environ.get("TOOLCALLING_TEST_WORKER"):
     DATABASES["default"]["NAME"] = os.environ["TOOLCALLING_TEST_DB_NAME"]
     TOOLCALLING["BASE_URL"] = os.environ["TOOLCALLING_TEST_BASE_URL"]
 
+# The chaos run (bench/chaos.py) kills processes: a turn or a run that goes quiet is taken over within seconds.
+if os.environ.get("TOOLCALLING_CHAOS_STALE_AFTER"):
+    TOOLCALLING["STALE_TURN_TIMEOUT"] = int(os.environ["TOOLCALLING_CHAOS_STALE_AFTER"])
+    TOOLCALLING["APPROVAL_RUN_TIMEOUT"] = int(os.environ["TOOLCALLING_CHAOS_STALE_AFTER"])
+
 # The MCP stdio tests start the command with approval e-mails on the console backend, as the demo site has
 # them, to see that none of it reaches the protocol's stdout (tests/testapp/apps.py connects the receiver).
 if os.environ.get("TOOLCALLING_TEST_CONSOLE_MAIL"):

@@ -102,3 +102,11 @@ class MortalTillAssistant(TillAssistant):
 
     def get_hooks(self) -> list[Any]:
         return [*super().get_hooks(), KillAt()]
+
+
+class CourierAssistant(Assistant):
+    """The chaos run's assistant (bench/chaos.py): each turn charges and sends a receipt through outside services."""
+
+    id = "courier"
+    name = "Courier"
+    tools = ["courier_charge", "courier_receipt"]

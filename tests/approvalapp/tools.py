@@ -152,3 +152,25 @@ def book_seat(ctx: ToolContext, seat: str) -> str:
     if seat == "broken":
         raise ValueError("the seat is broken")
     return f"booked {seat}"
+
+
+def _send(kind: str, ctx: ToolContext, amount: int) -> str:
+    """POST to the chaos run's counting service (bench/chaos.py), which counts deliveries per idempotency key."""
+    import urllib.request
+
+    url = f"{os.environ['TOOLCALLING_CHAOS_SERVICE']}/{kind}/{ctx.idempotency_key}"
+    with urllib.request.urlopen(urllib.request.Request(url, data=str(amount).encode(), method="POST"), timeout=10):
+        pass
+    return f"{kind} {amount} sent"
+
+
+@tool
+def courier_charge(ctx: ToolContext, amount: int) -> str:
+    """Charge the user's card through the payment service (not safe to run twice)."""
+    return _send("charge", ctx, amount)
+
+
+@tool(idempotent=True)
+def courier_receipt(ctx: ToolContext, amount: int) -> str:
+    """Send a receipt through the mail service, which drops a second one with the same key."""
+    return _send("receipt", ctx, amount)
