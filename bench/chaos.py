@@ -87,8 +87,9 @@ class Process:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            self.command, cwd=ROOT, env=self.env, stdout=self.log.open("a"), stderr=subprocess.STDOUT
-        )
+            self.command, cwd=ROOT, env=self.env, stdout=self.log.open("a"), stderr=subprocess.STDOUT,
+            start_new_session=True,  # a group of its own: SIGKILL takes its children too (gunicorn's worker)
+        )  # fmt: skip
 
     def wait_ready(self, timeout: float = 60) -> None:
         import requests
@@ -105,12 +106,17 @@ class Process:
         raise RuntimeError(f"{self.name} did not start: {self.log.read_text()[-2000:]}")
 
     def kill(self, sig: int) -> None:
+        """``SIGKILL`` to the whole process group, as the OOM killer of a container; ``SIGTERM`` to the process,
+        which shuts down as on a deploy (gunicorn's master stops its worker)."""
         assert self.process is not None
-        self.process.send_signal(sig)
+        if sig == signal.SIGKILL:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        else:
+            self.process.send_signal(sig)
         try:
             self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            self.process.kill()
+            os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
 
     def stop(self) -> None:
