@@ -175,14 +175,16 @@ class CallPath:
         """Run a call a worker moved from ``approved`` to ``running``, and answer it if it is still ``running``.
 
         ``note`` goes before the result (e.g. that an approver changed the arguments). Returns the answer's
-        message, or ``None`` when the call was answered meanwhile (a sweep failed it): nothing is stored twice.
+        message, or ``None`` when the call was answered (or settled) meanwhile: nothing is stored twice. A call the
+        sweep left as ``outcome_unknown`` while it still ran takes its result: the outcome is known after all.
         """
         tool = self.tools.get(call.name)
         with self.observers.tool_span(call), self._together(tool) as together:
             status, text, error = self._run_approved(call)
-            message = storage.answer_call_if(
-                call, from_status=ToolCall.Status.RUNNING, status=status, result=f"{note}{text}", error=error
-            )
+            # A run the sweep took for dead (its lease ended) whose outcome nobody has settled yet: its own result
+            # is what happened, and settles it.
+            late = (ToolCall.Status.RUNNING, ToolCall.Status.OUTCOME_UNKNOWN)
+            message = storage.answer_call_if(call, from_status=late, status=status, result=f"{note}{text}", error=error)
             if message is None and together is not None:
                 transaction.set_rollback(True, using=self.ledger.db)  # what it wrote goes with the result
         if message is None:
