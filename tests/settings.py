@@ -178,6 +178,11 @@ if os.environ.get("TOOLCALLING_TEST_WORKER"):
     if os.environ.get("TOOLCALLING_TEST_NO_MODEL"):  # a worker started without the model's settings
         del TOOLCALLING["API_KEY"], TOOLCALLING["BASE_URL"]
 
+# The chaos run (bench/chaos.py) kills processes: a turn or a run that goes quiet is taken over within seconds.
+if os.environ.get("TOOLCALLING_CHAOS_STALE_AFTER"):
+    TOOLCALLING["STALE_TURN_TIMEOUT"] = int(os.environ["TOOLCALLING_CHAOS_STALE_AFTER"])
+    TOOLCALLING["APPROVAL_RUN_TIMEOUT"] = int(os.environ["TOOLCALLING_CHAOS_STALE_AFTER"])
+
 # The MCP stdio tests start the command with approval e-mails on the console backend, as the demo site has
 # them, to see that none of it reaches the protocol's stdout (tests/testapp/apps.py connects the receiver).
 if os.environ.get("TOOLCALLING_TEST_CONSOLE_MAIL"):

@@ -48,7 +48,10 @@ MEANINGS = {
     "MAX_CALLS_PER_TOOL": "calls of one tool per turn",
     "MAX_TOTAL_TOOL_CALLS": "tool calls per turn",
     "MAX_MODEL_CALLS": "model calls per turn",
-    "STALE_TURN_TIMEOUT": "seconds without progress after which a `running` turn (whose process died) is taken over",
+    "STALE_TURN_TIMEOUT": (
+        "seconds without progress after which a `running` turn (whose process died) is taken over, by the next "
+        "message or by the sweep, which goes on from what is stored (see [Failures](../guides/failures.md))"
+    ),
     "ON_LIMIT_EXCEEDED": '`"return_error"` or `"raise"`',
     "TOOL_ERRORS": '`"return_to_model"` or `"raise"`',
     "HOOKS": "hooks run around every assistant's loop (dotted paths or instances)",
@@ -83,7 +86,7 @@ MEANINGS = {
     "APPROVAL_TIMEOUT": "seconds a gated call may wait for a decision before it expires",
     "APPROVAL_RUN_TIMEOUT": (
         "the lease of an approved call's run: seconds it may stay `running` before a redelivery or the sweep "
-        "marks it failed"
+        "takes its worker for gone (an idempotent tool's call runs again, any other's outcome is unknown)"
     ),
     "TASKS": (
         'what runs the background jobs (approved calls, continuations, background turns, the sweep): `"celery"` '

@@ -274,7 +274,7 @@ def test_a_redelivered_task_does_not_run_the_call_twice(
     model.assert_done()
 
 
-def test_a_call_left_running_by_a_stopped_worker_is_failed_not_rerun(
+def test_a_call_left_running_by_a_stopped_worker_waits_for_a_person_and_is_never_rerun(
     ops, waiting, approver, model, django_capture_on_commit_callbacks
 ):
     from toolcalling import approval
@@ -287,17 +287,24 @@ def test_a_call_left_running_by_a_stopped_worker_is_failed_not_rerun(
     assert run_approved_tool_call.apply(args=[waiting.pk]).get() is False
     waiting.refresh_from_db()
     assert waiting.status == "running" and not Message.objects.filter(role="tool", tool_call_id=waiting.call_id)
-    # Once the lease has ended, the worker is taken to be gone: the next delivery fails the call.
+    # Once the lease has ended, the worker is taken to be gone: ``bump`` may not run again, so the next delivery
+    # leaves it to a person (its outcome is unknown), and the conversation waits.
     ToolCall.objects.filter(pk=waiting.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    model.reply("Something went wrong on our side; please check the counter.")
     with django_capture_on_commit_callbacks(execute=True):
         assert run_approved_tool_call.apply(args=[waiting.pk]).get() is False  # the redelivery
     waiting.refresh_from_db()
-    assert (waiting.status, waiting.error) == ("failed", "the worker stopped while running this call")
+    assert (waiting.status, waiting.error) == ("outcome_unknown", "the worker stopped while running this call")
     assert counter("orders") == 0
-    assert "it was not run again" in tool_message(waiting).content
+    assert not Message.objects.filter(role="tool", tool_call_id=waiting.call_id).exists()
+    assert Conversation.objects.get(pk=ops["id"]).status == "awaiting_approval"
+    model.reply("Something went wrong on our side; please check the counter.")
+    with django_capture_on_commit_callbacks(execute=True):
+        approval.settle(waiting, approver, "failed", "The counter was not changed.")
+    assert "did not take effect" in tool_message(waiting).content
+    assert counter("orders") == 0
     assert Conversation.objects.get(pk=ops["id"]).status == "idle"
     assert_history_valid(ops["id"])
+    model.assert_done()
 
 
 # Expiry ------------------------------------------------------------------------------------------------
@@ -323,7 +330,7 @@ def test_expired_calls_are_told_to_the_model_and_the_conversation_goes_on(
     model.assert_done()
 
 
-def test_a_sweep_fails_approved_calls_running_too_long(
+def test_a_sweep_leaves_approved_calls_running_too_long_to_a_person(
     ops, waiting, approver, model, django_capture_on_commit_callbacks
 ):
     from toolcalling import approval
@@ -334,11 +341,15 @@ def test_a_sweep_fails_approved_calls_running_too_long(
     with django_capture_on_commit_callbacks(execute=True):
         assert expire_waiting_tool_calls.apply().get()["failed"] == []  # its lease still lasts
     ToolCall.objects.filter(pk=waiting.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    model.reply("The operation may not have happened.")
     with django_capture_on_commit_callbacks(execute=True):
         assert expire_waiting_tool_calls.apply().get() == {"expired": [], "failed": [waiting.pk], "continued": []}
     waiting.refresh_from_db()
-    assert waiting.status == "failed" and "worker stopped" in tool_message(waiting).content
+    assert waiting.status == "outcome_unknown" and waiting.error == approval.WORKER_STOPPED
+    assert Conversation.objects.get(pk=ops["id"]).status == "awaiting_approval"
+    model.reply("The operation happened after all.")
+    with django_capture_on_commit_callbacks(execute=True):
+        approval.settle(waiting, approver, "succeeded", "The counter shows the bump.")
+    assert tool_message(waiting).content == "The counter shows the bump."
     assert Conversation.objects.get(pk=ops["id"]).status == "idle"
     model.assert_done()
 

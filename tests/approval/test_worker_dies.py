@@ -1,4 +1,5 @@
-"""A worker killed while it runs an approved call: the call is never run again, and ends ``failed``."""
+"""A worker killed while it runs an approved call: the call is never run again silently; its outcome is unknown
+until a staff member says what happened, and the conversation goes on from that."""
 
 import signal
 from datetime import timedelta
@@ -25,8 +26,8 @@ def dying_queue():
         yield QUEUE
 
 
-def test_a_worker_killed_mid_run_leaves_the_call_failed_and_never_runs_it_again(
-    api, ops, approver_api, worker_model, model_switchboard, dying_queue, tmp_path
+def test_a_worker_killed_mid_run_leaves_the_call_to_staff_and_never_runs_it_again(
+    api, ops, approver, approver_api, worker_model, model_switchboard, dying_queue, tmp_path
 ):
     _, base_url = model_switchboard
     log = tmp_path / "dying.log"
@@ -65,13 +66,14 @@ def test_a_worker_killed_mid_run_leaves_the_call_failed_and_never_runs_it_again(
         revived.terminate()
         revived.wait(timeout=30)
 
-    # The sweep (toolcalling_expire / the periodic task) marks it failed after APPROVAL_RUN_TIMEOUT.
-    worker_model.reply("Sorry, that may or may not have happened.")
+    # The sweep (toolcalling_expire / the periodic task) finds it once the lease has ended: ``slow_bump`` may
+    # not run again, so it waits for a person, who says it took effect; then the conversation goes on.
     later = timezone.now() + timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT + 1)
-    assert [c.pk for c in approval.fail_stalled(now=later)] == [call_id]
+    assert [(c.pk, outcome) for c, outcome in approval.recover_stalled(now=later)] == [(call_id, "unknown")]
     call = ToolCall.objects.get(pk=call_id)
-    assert call.status == "failed"
-    assert call.error == approval.WORKER_STOPPED
-    assert "whether it took effect is unknown" in call.result
-    assert final_answer(api, ops)[-1]["content"] == "Sorry, that may or may not have happened."
+    assert (call.status, call.error) == ("outcome_unknown", approval.WORKER_STOPPED)
+    assert call.worker.endswith(f":{doomed.pid}")  # the desk says which worker ran it
+    worker_model.reply("The counter was bumped before the worker stopped.")
+    approval.settle(call, approver, "succeeded", "The counter shows the bump.")
+    assert final_answer(api, ops)[-1]["content"] == "The counter was bumped before the worker stopped."
     assert Counter.objects.get(name="doomed").value == 1  # ran once, never again

@@ -1,5 +1,7 @@
 """The assistant of the approval tests."""
 
+import os
+import signal
 from typing import Any
 
 from toolcalling import Assistant
@@ -62,3 +64,49 @@ class StamperAssistant(Assistant):
     id = "stamper"
     name = "Stamper"
     tools = ["stamp"]
+
+
+class TillAssistant(Assistant):
+    """Tools with effects outside the database, some safe to run again: for the tests of interrupted calls."""
+
+    id = "till"
+    name = "Till"
+    tools = ["charge", "send_receipt", "approved_charge", "approved_receipt", "confirmed_charge", "book_seat"]
+
+
+class KillAt(Hook):
+    """Kills its own process with SIGKILL at the step ``TOOLCALLING_TEST_KILL_AT`` names (``after_tool_call:1``: once
+    the first tool has run, before its result is stored; ``before_model_call:2``: once the first results are stored,
+    before the second request), as the OOM killer or a deploy would: nothing after it runs, not even ``finally``."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+
+    def _step(self, name: str) -> None:
+        self.seen[name] = self.seen.get(name, 0) + 1
+        if os.environ.get("TOOLCALLING_TEST_KILL_AT") == f"{name}:{self.seen[name]}":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def before_model_call(self, turn: Any, request: Any) -> None:
+        self._step("before_model_call")
+
+    def after_tool_call(self, turn: Any, call: Any, result: str) -> str | None:
+        self._step("after_tool_call")
+        return None
+
+
+class MortalTillAssistant(TillAssistant):
+    """The till in a process that a test kills at one step of its turn (see ``KillAt``)."""
+
+    id = "till_mortal"
+
+    def get_hooks(self) -> list[Any]:
+        return [*super().get_hooks(), KillAt()]
+
+
+class CourierAssistant(Assistant):
+    """The chaos run's assistant (bench/chaos.py): each turn charges and sends a receipt through outside services."""
+
+    id = "courier"
+    name = "Courier"
+    tools = ["courier_charge", "courier_receipt"]

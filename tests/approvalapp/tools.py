@@ -104,3 +104,73 @@ def stamp(key: str) -> str:
     with open(stamp_path(key), "w") as out:
         out.write(repr(time.time()))
     return "stamped"
+
+
+def _deliver(kind: str, ctx: ToolContext) -> str:
+    """Count one delivery per idempotency key, as an external service that takes one would see them."""
+    key = ctx.idempotency_key
+    counter, _ = Counter.objects.get_or_create(name=f"{kind}-{key}"[:50])
+    Counter.objects.filter(pk=counter.pk).update(value=F("value") + 1)
+    return f"{kind} sent with key {key}"
+
+
+@tool
+def charge(ctx: ToolContext, amount: int) -> str:
+    """Charge the user's card (not safe to run twice)."""
+    return _deliver("charge", ctx)
+
+
+@tool(idempotent=True)
+def send_receipt(ctx: ToolContext, amount: int) -> str:
+    """Send a receipt; the mail service drops a second one with the same key."""
+    return _deliver("receipt", ctx)
+
+
+@tool(requires_approval=True)
+def approved_charge(ctx: ToolContext, amount: int) -> str:
+    """Charge the user's card once a staff member approves it."""
+    return _deliver("charge", ctx)
+
+
+@tool(requires_approval=True, idempotent=True)
+def approved_receipt(ctx: ToolContext, amount: int) -> str:
+    """Send a receipt once a staff member approves it."""
+    return _deliver("receipt", ctx)
+
+
+@tool(requires_approval=True, approver="user")
+def confirmed_charge(ctx: ToolContext, amount: int) -> str:
+    """Charge the user's card once the user confirms it."""
+    return _deliver("charge", ctx)
+
+
+@tool(atomic=True)
+def book_seat(ctx: ToolContext, seat: str) -> str:
+    """Book a seat; writes only to the site's database, in the transaction that stores its result."""
+    counter, _ = Counter.objects.get_or_create(name=f"seat-{seat}")
+    Counter.objects.filter(pk=counter.pk).update(value=F("value") + 1)
+    if seat == "broken":
+        raise ValueError("the seat is broken")
+    return f"booked {seat}"
+
+
+def _send(kind: str, ctx: ToolContext, amount: int) -> str:
+    """POST to the chaos run's counting service (bench/chaos.py), which counts deliveries per idempotency key."""
+    import urllib.request
+
+    url = f"{os.environ['TOOLCALLING_CHAOS_SERVICE']}/{kind}/{ctx.idempotency_key}"
+    with urllib.request.urlopen(urllib.request.Request(url, data=str(amount).encode(), method="POST"), timeout=10):
+        pass
+    return f"{kind} {amount} sent"
+
+
+@tool
+def courier_charge(ctx: ToolContext, amount: int) -> str:
+    """Charge the user's card through the payment service (not safe to run twice)."""
+    return _send("charge", ctx, amount)
+
+
+@tool(idempotent=True)
+def courier_receipt(ctx: ToolContext, amount: int) -> str:
+    """Send a receipt through the mail service, which drops a second one with the same key."""
+    return _send("receipt", ctx, amount)

@@ -26,6 +26,7 @@ def desk_context(request: HttpRequest, call: ToolCall) -> dict[str, Any]:
     """Who asked, with which assistant and words, the tool's description, the preview and who may decide."""
     conversation = call.conversation
     waiting = call.status == ToolCall.Status.AWAITING_APPROVAL
+    unknown = call.status == ToolCall.Status.OUTCOME_UNKNOWN
     approve_refusal = approval.refusal(call, request.user, approving=True)
     may_reject = approval.may_decide(call, request.user)
     return {
@@ -42,6 +43,11 @@ def desk_context(request: HttpRequest, call: ToolCall) -> dict[str, Any]:
         "may_approve": waiting and approve_refusal is None,
         "may_reject": waiting and may_reject,
         "refusal": str(approve_refusal.detail) if waiting and approve_refusal is not None else "",
+        # A call whose process stopped while it ran: what is known of that run, and who may say what happened.
+        "unknown": unknown,
+        "may_settle": unknown and may_reject,
+        "may_retry": unknown and approve_refusal is None,
+        "settle_refusal": str(approve_refusal.detail) if unknown and approve_refusal is not None else "",
     }
 
 

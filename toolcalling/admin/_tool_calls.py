@@ -18,7 +18,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.timesince import timesince
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, pgettext, pgettext_lazy
+from django.utils.translation import gettext_lazy, ngettext, pgettext, pgettext_lazy
 
 from .. import approval
 from ..approval import can_approve
@@ -116,7 +116,7 @@ FIELDSETS_DECIDED: list[tuple[StrOrPromise, tuple[str, ...]]] = [
         pgettext_lazy("toolcalling admin", "Outcome"),
         ("status", "result", "error", "decided_by", "decided_at", "decision_reason"),
     ),
-    (pgettext_lazy("toolcalling admin", "Run"), ("started_at", "finished_at", "duration_ms")),
+    (pgettext_lazy("toolcalling admin", "Run"), ("started_at", "worker", "finished_at", "duration_ms")),
 ]
 FIELDSETS_ALWAYS: list[tuple[StrOrPromise, tuple[str, ...]]] = [
     (gettext_lazy("Where it comes from"), ("conversation", "message", "requires_approval", "approver", "created_at")),
@@ -174,6 +174,7 @@ class ToolCallAdmin(CheckedSelectionAdmin):
         "decision_reason",
         "created_at",
         "started_at",
+        "worker",
         "finished_at",
         "duration_ms",
     ]
@@ -219,6 +220,16 @@ class ToolCallAdmin(CheckedSelectionAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         if on_desk(request):
             extra_context = {"title": _("Tool calls awaiting a staff decision"), **(extra_context or {})}
+            unknown = ToolCall.objects.filter(status=ToolCall.Status.OUTCOME_UNKNOWN, approver=ToolCall.Approver.STAFF)
+            count = unknown.count() if can_approve(request.user) else 0
+            if count:
+                url = f"{request.path}?status={ToolCall.Status.OUTCOME_UNKNOWN}"
+                text = ngettext(
+                    "%(count)d call's outcome is unknown: its process stopped while it ran. Say what happened.",
+                    "%(count)d calls' outcomes are unknown: their process stopped while they ran. Say what happened.",
+                    count,
+                ) % {"count": count}
+                extra_context["outcome_unknown"] = {"text": text, "url": url}
         return super().changelist_view(request, extra_context)
 
     # Who may do what: only someone who may decide a waiting call changes it; nobody adds or deletes
@@ -271,6 +282,9 @@ class ToolCallAdmin(CheckedSelectionAdmin):
             decided = self.decide(request, call)
             if decided is not None:
                 return decided
+        settling = [outcome for outcome in approval.SETTLEMENTS if f"_settle_{outcome}" in request.POST]
+        if request.method == "POST" and settling:
+            return self.settle(request, call, settling[0])
         extra_context = {**(extra_context or {}), "desk": desk_context(request, call)}
         return super().change_view(request, object_id, form_url, extra_context)
 
@@ -299,6 +313,25 @@ class ToolCallAdmin(CheckedSelectionAdmin):
         except ValidationError as exc:  # a reason the one check of a decision refuses: nothing was decided
             self.message_user(request, " ".join(exc.messages), messages.ERROR)
             return HttpResponseRedirect(request.get_full_path())
+        return HttpResponseRedirect(self.desk_url(request))
+
+    def settle(self, request: HttpRequest, call: ToolCall, outcome: str) -> HttpResponse:
+        """Say what became of a call whose process stopped while it ran (with the result typed in), then go back
+        to the list; an error (decided already, not allowed, the queue down) shows the page again with it."""
+        try:
+            approval.settle(call, request.user, outcome, request.POST.get("settle_result", ""))
+        except (AlreadyDecided, DecisionNotAllowed, TaskQueueUnavailable) as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+        except ValidationError as exc:
+            self.message_user(request, " ".join(exc.messages), messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+        done = {
+            "succeeded": _("#%(id)s %(name)s is marked as done; the conversation goes on."),
+            "failed": _("#%(id)s %(name)s is marked as failed; the conversation goes on."),
+            "retry": _("#%(id)s %(name)s runs again."),
+        }
+        self.message_user(request, done[outcome] % self._name(call))
         return HttpResponseRedirect(self.desk_url(request))
 
     def desk_url(self, request: HttpRequest) -> str:

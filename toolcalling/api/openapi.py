@@ -45,6 +45,7 @@ from .serializers import (
     ApproveInputSerializer,
     ConversationSerializer,
     RejectInputSerializer,
+    SettleInputSerializer,
 )
 from .throttling import DEFAULT_TURN_RATE
 
@@ -277,6 +278,14 @@ class ToolCallViewSetSchema(OpenApiViewExtension):
                 description="With a `reason` the model is told. Approvers only.",
                 request=RejectInputSerializer,
                 responses={200: ApprovalToolCallSerializer, **errors(400, 404, 409, e409=decided)},
+            ),
+            settle=extend_schema(
+                summary="Say what became of a call of unknown outcome",
+                description="A call whose process stopped while it ran, of a tool that may not run again, waits "
+                "as `outcome_unknown`: `succeeded` (with the `result` the model is told), `failed`, or `retry` "
+                "(a Celery worker runs it again). Approvers for staff calls, the conversation's user for user calls.",
+                request=SettleInputSerializer,
+                responses={200: ApprovalToolCallSerializer, **errors(400, 404, 409, 503, e409=decided)},
             ),
         )
         # The view drf-spectacular hands over at run time, a variable the checker cannot take as a base class.

@@ -268,3 +268,14 @@ class ApproveInputSerializer(serializers.Serializer):
 
 class RejectInputSerializer(serializers.Serializer):
     reason = ReasonField(required=False, allow_blank=True, default="")
+
+
+class SettleInputSerializer(serializers.Serializer):
+    outcome = serializers.ChoiceField(
+        choices=approval.SETTLEMENTS,
+        help_text="What became of a call whose process stopped while it ran: `succeeded` (it took effect), "
+        "`failed` (it did not) or `retry` (run it again, with the same idempotency key).",
+    )
+    result = ReasonField(
+        required=False, allow_blank=True, default="", help_text="What the model is told (succeeded, failed)."
+    )

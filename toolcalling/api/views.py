@@ -40,6 +40,7 @@ from .serializers import (
     MessageInputSerializer,
     MessageSerializer,
     RejectInputSerializer,
+    SettleInputSerializer,
     ToolCallSerializer,
 )
 from .streams import EventStreamMixin, accepts_event_stream, on_turn_loop, start_background_turn, stream_turn
@@ -264,6 +265,17 @@ class ToolCallViewSet(ErrorResponses, viewsets.ReadOnlyModelViewSet):
         data.is_valid(raise_exception=True)
         call = self.get_object()
         approval.reject(call, request.user, data.validated_data["reason"])
+        call.refresh_from_db()
+        return Response(self.get_serializer(call).data)
+
+    @action(detail=True, methods=["post"])
+    def settle(self, request: Request, pk: Any = None) -> Response:
+        """Say what became of a call whose process stopped while it ran (``outcome_unknown``): ``succeeded``
+        with the ``result`` the model is told, ``failed``, or ``retry``; the conversation goes on from it."""
+        data = SettleInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        call = self.get_object()
+        approval.settle(call, request.user, data.validated_data["outcome"], data.validated_data["result"])
         call.refresh_from_db()
         return Response(self.get_serializer(call).data)
 

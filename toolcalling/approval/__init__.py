@@ -6,11 +6,13 @@ Only what those callers (and the tests) use is named here; the rest stays in the
 from ._arguments import tool_for, validate_arguments
 from ._decisions import (
     REASON_MAX_LENGTH,
+    SETTLEMENTS,
     approve,
     cancel_waiting,
     edit_arguments,
     expire,
     reject,
+    settle,
     text_problem,
     validate_decision,
     waiting_calls,
@@ -18,13 +20,15 @@ from ._decisions import (
 from ._preview import Preview, preview
 from ._rights import APPROVE_PERMISSION, can_approve, may_decide, refusal
 from ._runs import WORKER_STOPPED, run, start_run
-from ._sweeps import continue_stalled, fail_stalled, sweep
+from ._sweeps import SweepResult, continue_stalled, fail_stalled, recover_stalled, resume_stalled, sweep
 
 __all__ = [
     "APPROVE_PERMISSION",
     "REASON_MAX_LENGTH",
+    "SETTLEMENTS",
     "WORKER_STOPPED",
     "Preview",
+    "SweepResult",
     "approve",
     "can_approve",
     "cancel_waiting",
@@ -34,8 +38,11 @@ __all__ = [
     "fail_stalled",
     "may_decide",
     "preview",
+    "recover_stalled",
     "refusal",
     "reject",
+    "resume_stalled",
+    "settle",
     "run",
     "start_run",
     "sweep",

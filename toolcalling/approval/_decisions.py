@@ -35,6 +35,7 @@ from ._runs import continue_when_decided, enqueue_run, pending
 logger = logging.getLogger("toolcalling")
 
 WAITING = ToolCall.Status.AWAITING_APPROVAL
+UNKNOWN = ToolCall.Status.OUTCOME_UNKNOWN
 REASON_MAX_LENGTH = 2000  # of a decision's reason, as the model is told it and the admin's history keeps it
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -183,6 +184,79 @@ def reject(call: ToolCall, user: Any, reason: str = "") -> ToolCall:
             )
         _announce(signals.tool_call_rejected, call, user=user, reason=reason)
     return call
+
+
+SETTLEMENTS = ("succeeded", "failed", "retry")
+
+
+def settle(call: ToolCall, user: Any, outcome: str, result: str = "") -> ToolCall:
+    """Say what became of a call whose process died while it ran (``outcome_unknown``), and go on from there:
+
+    - ``"succeeded"``: it took effect; ``result`` is what the model is told (a default sentence when empty);
+    - ``"failed"``: it did not take effect; ``result`` says why;
+    - ``"retry"``: run it again on a worker (with the same ``ctx.idempotency_key``), as an approval does.
+
+    Who may say so is who decides the call: an approver for a staff call (the four-eyes rule applies to running
+    it again only), the conversation's user for a user call. ``AlreadyDecided`` when someone said it first.
+    Once no call of the answer is left open, the conversation goes on as after any decision."""
+    if outcome not in SETTLEMENTS:
+        raise ValueError(f"outcome must be one of {', '.join(SETTLEMENTS)}, not {outcome!r}")
+    check_may_decide(call, user, approving=outcome == "retry")
+    result = validate_decision(call, reason=result)[0]
+    by_user = call.approver == ToolCall.Approver.USER
+    who = "the user" if by_user else "a staff member"
+    now = timezone.now()
+    decided = {"decided_by": user, "decided_at": now, "decision_reason": result}
+    if outcome == "retry":
+        db = write_db()
+        nested = transaction.get_connection(db).in_atomic_block
+        with transaction.atomic(using=db):
+            if not update_call_if(call, UNKNOWN, status=ToolCall.Status.APPROVED, lease_expires_at=None, **decided):
+                raise _already_decided(call)
+            log_decision(call, user, _("Outcome unknown: run again."))
+            if nested:
+                transaction.on_commit(lambda: _enqueue_run_or_unknown_again(call), using=db, robust=True)
+        if not nested:
+            _enqueue_run_or_unknown_again(call)
+        return call
+    if outcome == "succeeded":
+        text = (
+            result
+            or f"Done: {who} confirmed that it took effect (its process had stopped before its result was stored)."
+        )
+        status, logged = ToolCall.Status.SUCCEEDED, _("Outcome unknown: marked as done.")
+    else:
+        text = f"Error: it did not take effect, as {who} found after its process stopped."
+        text += f" {result}" if result else ""
+        status, logged = ToolCall.Status.FAILED, _("Outcome unknown: marked as failed.")
+    with transaction.atomic(using=write_db()):
+        message = answer_call_if(
+            call,
+            from_status=UNKNOWN,
+            status=status,
+            result=text,
+            error="" if status == ToolCall.Status.SUCCEEDED else text,
+            **decided,
+        )
+        if message is None:
+            raise _already_decided(call)
+        log_decision(call, user, logged)
+        continue_when_decided(call.conversation)
+    streaming.publish(call.conversation_id, "tool_call_decided", describe_call(call))
+    return call
+
+
+def _enqueue_run_or_unknown_again(call: ToolCall) -> None:
+    """Queue the run; if the broker cannot be reached, the call's outcome is unknown again (nothing is lost)."""
+    try:
+        enqueue_run(call)
+    except TaskQueueUnavailable as exc:
+        logger.exception("tool call %s could not be queued; its outcome stays unknown", call.pk)
+        update_call_if(call, ToolCall.Status.APPROVED, status=UNKNOWN, decided_by=None, decided_at=None)
+        raise TaskQueueUnavailable(
+            _("The task queue could not be reached, so the call was not started; its outcome is still unknown."),
+            status=UNKNOWN,
+        ) from exc
 
 
 def cancel_waiting(conversation: Conversation, user: Any) -> list[ToolCall]:

@@ -23,16 +23,24 @@ from ..engine import (
     enqueue,
     run_approved_call,
     send_post_save,
+    update_call_if,
     write_db,
 )
 from ..exceptions import NotRegistered, TaskQueueUnavailable
 from ..models import Conversation, ToolCall
+from ..models.tool_calls import this_process
+from ..toolkit import tools as tool_registry
 from ._arguments import edit_note
 
 logger = logging.getLogger("toolcalling")
 
 # Calls of an answer that still keep the conversation from going on.
-PENDING_STATUSES = (ToolCall.Status.AWAITING_APPROVAL, ToolCall.Status.APPROVED, ToolCall.Status.RUNNING)
+PENDING_STATUSES = (
+    ToolCall.Status.AWAITING_APPROVAL,
+    ToolCall.Status.APPROVED,
+    ToolCall.Status.RUNNING,
+    ToolCall.Status.OUTCOME_UNKNOWN,
+)
 
 WORKER_STOPPED = "the worker stopped while running this call"
 
@@ -57,12 +65,14 @@ def start_run(tool_call_id: int) -> ToolCall | None:
 
     A call already ``running`` was started by an earlier delivery of the task. While that delivery's lease
     (``APPROVAL_RUN_TIMEOUT``) lasts it is left alone: it may well still be running. Once the lease has
-    ended its worker is taken to be gone, and the call is answered as failed rather than run a second
-    time, since the tool may have done its work already.
+    ended its worker is taken to be gone: an ``idempotent`` tool's call is taken over and run again (with the
+    same ``ctx.idempotency_key``), any other waits for a person to say what happened (``outcome_unknown``),
+    since the tool may have done its work already.
     """
     now = timezone.now()
     lease = now + timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT)
     started = {"status": ToolCall.Status.RUNNING, "started_at": now, "lease_expires_at": lease}
+    started["worker"] = this_process()  # who runs it: what the desk shows if it dies meanwhile
     calls = ToolCall.objects.using(router.db_for_write(ToolCall))  # the call that runs is read where it was moved
     if calls.filter(pk=tool_call_id, status=ToolCall.Status.APPROVED).update(**started):
         running = calls.select_related("conversation__user").get(pk=tool_call_id)
@@ -71,8 +81,16 @@ def start_run(tool_call_id: int) -> ToolCall | None:
     call = ToolCall.objects.select_related("conversation").filter(pk=tool_call_id).first()
     if call is None:
         logger.warning("approved tool call %s no longer exists", tool_call_id)
+    elif call.status == ToolCall.Status.RUNNING and lease_expired(call, now) and idempotent(call):
+        # Taken over only from the lease that ended: of two deliveries (or a delivery and a sweep), one wins.
+        ended = {"pk": tool_call_id, "status": ToolCall.Status.RUNNING, "lease_expires_at": call.lease_expires_at}
+        if calls.filter(**ended).update(**started):
+            logger.warning("tool call %s: its worker stopped; it runs again (its tool is idempotent)", call.pk)
+            running = calls.select_related("conversation__user").get(pk=tool_call_id)
+            send_post_save(running, started, calls.db)
+            return running
     elif call.status == ToolCall.Status.RUNNING and lease_expired(call, now):
-        fail_interrupted(call)
+        mark_unknown(call)
     elif call.status == ToolCall.Status.RUNNING:
         logger.info("tool call %s is running under a live lease (until %s); left alone", call.pk, call.lease_expires_at)
     else:
@@ -88,11 +106,46 @@ def lease_expired(call: ToolCall, now: datetime) -> bool:
     return expires is None or expires <= now
 
 
-def fail_interrupted(call: ToolCall) -> bool:
-    """Answer a call left ``running`` by a stopped worker as failed (never re-run it)."""
-    return fail_running(
-        call, WORKER_STOPPED, f"Error: {WORKER_STOPPED}; it was not run again, and whether it took effect is unknown."
+def idempotent(call: ToolCall) -> bool:
+    """Whether the call's tool says it may run again (``@tool(idempotent=True)``, or ``atomic=True``: what it wrote
+    was rolled back with its process); a tool no longer registered (or an MCP server's) may not."""
+    return tool_registry.is_registered(call.name) and tool_registry.get(call.name).may_run_again
+
+
+def recover_interrupted(call: ToolCall, now: datetime | None = None) -> str | None:
+    """A call whose worker stopped while it ran (its lease ended): queued to run again if its tool is
+    ``idempotent`` (``"retried"``), else waiting for a person (``"unknown"``); never answered as if it had not
+    run, never run again silently. ``None`` when it was answered meanwhile or the queue cannot be reached (the
+    next sweep tries again)."""
+    if not idempotent(call):
+        return "unknown" if mark_unknown(call) else None
+    if not update_call_if(call, ToolCall.Status.RUNNING, status=ToolCall.Status.APPROVED, lease_expires_at=None):
+        return None
+    try:
+        enqueue_run(call)
+    except TaskQueueUnavailable:
+        # Left as it was found (a run whose lease ended), so that the next sweep queues it again.
+        ended = now or timezone.now()
+        update_call_if(call, ToolCall.Status.APPROVED, status=ToolCall.Status.RUNNING, lease_expires_at=ended)
+        logger.warning("tool call %s could not be queued to run again", call.pk)
+        return None
+    logger.warning("tool call %s: its worker stopped; it runs again (its tool is idempotent)", call.pk)
+    return "retried"
+
+
+def mark_unknown(call: ToolCall) -> bool:
+    """A running call whose worker stopped, of a tool that may not run again: it waits for a person to say
+    whether it took effect (``outcome_unknown``, on the desk). False if it was answered meanwhile."""
+    marked = update_call_if(
+        call,
+        ToolCall.Status.RUNNING,
+        status=ToolCall.Status.OUTCOME_UNKNOWN,
+        lease_expires_at=None,
+        error=WORKER_STOPPED,
     )
+    if marked:
+        logger.error("tool call %s: %s; it waits for a person to say whether it took effect", call.pk, WORKER_STOPPED)
+    return marked
 
 
 def fail_running(call: ToolCall, error: str, text: str) -> bool:

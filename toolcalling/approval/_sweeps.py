@@ -1,11 +1,13 @@
-"""The sweep that keeps approvals moving when nobody is looking: for Celery beat or cron.
+"""The sweep that keeps approvals and interrupted turns moving when nobody is looking: for Celery beat or cron.
 
-It expires calls that waited too long for a decision, fails approved calls whose worker stopped, and
-queues again the continuations a broker outage lost.
+It expires calls that waited too long for a decision, deals with calls whose worker stopped (run again, or left
+for a person to decide), goes on with turns whose process stopped, and queues again the continuations a broker
+outage lost.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -13,33 +15,80 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ..conf import toolcalling_settings
+from ..engine import resume_stale_turn
+from ..exceptions import NotRegistered, TurnError, TurnInterrupted
 from ..models import Conversation, ToolCall
 from ._decisions import expire
-from ._runs import PENDING_STATUSES, enqueue_continue, fail_interrupted
+from ._runs import PENDING_STATUSES, continue_when_decided, enqueue_continue, recover_interrupted
+
+logger = logging.getLogger("toolcalling")
 
 
 @dataclass(kw_only=True)
 class SweepResult:
     expired: list[ToolCall] = field(default_factory=list)
-    failed: list[ToolCall] = field(default_factory=list)
+    unknown: list[ToolCall] = field(default_factory=list)
+    """Calls whose worker stopped, of tools that may not run again: they wait for a person (``outcome_unknown``)."""
+    retried: list[ToolCall] = field(default_factory=list)
+    """Calls whose worker stopped, of ``idempotent`` tools: queued to run again."""
+    resumed: list[Conversation] = field(default_factory=list)
+    """Conversations whose turn went quiet for ``STALE_TURN_TIMEOUT``, taken over and going on."""
     continued: list[Conversation] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[ToolCall]:
+        """Every call whose worker stopped (run again or waiting for a person), as reports before these knew."""
+        return [*self.unknown, *self.retried]
 
 
 def sweep(now: datetime | None = None) -> SweepResult:
-    """Expire, fail and continue what is due (see the module docstring)."""
-    return SweepResult(expired=expire(now), failed=fail_stalled(now), continued=continue_stalled(now))
+    """Expire, recover, resume and continue what is due (see the module docstring)."""
+    result = SweepResult(expired=expire(now))
+    for call, outcome in recover_stalled(now):
+        (result.unknown if outcome == "unknown" else result.retried).append(call)
+    result.resumed = resume_stalled(now)
+    result.continued = continue_stalled(now)
+    return result
 
 
-def fail_stalled(now: datetime | None = None) -> list[ToolCall]:
-    """Mark approved calls whose run's lease ended as failed: their worker died (or overran the lease)."""
+def recover_stalled(now: datetime | None = None) -> list[tuple[ToolCall, str]]:
+    """The runs whose lease ended (their worker died, or overran the lease), each run again if its tool is
+    idempotent (``"retried"``) or left for a person (``"unknown"``); see ``recover_interrupted``."""
     now = now or timezone.now()
     legacy_cutoff = now - timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT)
     stalled = ToolCall.objects.filter(
-        Q(lease_expires_at__lte=now) | Q(lease_expires_at__isnull=True, started_at__lt=legacy_cutoff),
+        Q(lease_expires_at__lte=now)
+        | Q(lease_expires_at__isnull=True, requires_approval=True, started_at__lt=legacy_cutoff),
         status=ToolCall.Status.RUNNING,
-        requires_approval=True,
     ).select_related("conversation")
-    return [call for call in stalled if fail_interrupted(call)]
+    recovered = []
+    for call in stalled:
+        outcome = recover_interrupted(call, now)
+        if outcome is not None:
+            recovered.append((call, outcome))
+    return recovered
+
+
+def fail_stalled(now: datetime | None = None) -> list[ToolCall]:
+    """The calls ``recover_stalled`` dealt with (the name this had when they were answered as failed)."""
+    return [call for call, _ in recover_stalled(now)]
+
+
+def resume_stalled(now: datetime | None = None) -> list[Conversation]:
+    """Take over the turns that went quiet for ``STALE_TURN_TIMEOUT`` (their process died, or hangs) and go on
+    from what is stored: see ``engine.resume_stale_turn``. Then each continues once nothing waits."""
+    cutoff = (now or timezone.now()) - timedelta(seconds=toolcalling_settings.STALE_TURN_TIMEOUT)
+    resumed = []
+    for conversation in Conversation.objects.filter(status=Conversation.Status.RUNNING, updated_at__lt=cutoff):
+        try:
+            if not resume_stale_turn(conversation):
+                continue
+        except (TurnError, TurnInterrupted, NotRegistered) as exc:  # ended failed, or taken by another process
+            logger.warning("the stalled turn of conversation %s could not go on: %s", conversation.pk, exc)
+            continue
+        continue_when_decided(conversation)
+        resumed.append(conversation)
+    return resumed
 
 
 def continue_stalled(now: datetime | None = None) -> list[Conversation]:

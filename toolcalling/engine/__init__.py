@@ -7,6 +7,7 @@ from ._calls import run_approved_call
 from ._direct import call_directly
 from ._observers import Listener, describe_call
 from ._queue import CONTINUE_CONVERSATION, RUN_APPROVED_TOOL_CALL, RUN_TURN, enqueue
+from ._recovery import INTERRUPTED, resume_stale_turn
 from ._runner import Stepper, TurnResult, continue_turn, conversation_for, run_claimed_turn, run_turn
 from ._stop import stop_turn
 from ._storage import answer_call_if, send_post_save, set_status, update_call_if, with_retries, write_db
@@ -16,6 +17,7 @@ from ._turn_loop import start as start_on_turn_loop
 
 __all__ = [
     "CONTINUE_CONVERSATION",
+    "INTERRUPTED",
     "RUN_APPROVED_TOOL_CALL",
     "RUN_TURN",
     "Listener",
@@ -33,6 +35,7 @@ __all__ = [
     "enqueue",
     "run_approved_call",
     "run_claimed_turn",
+    "resume_stale_turn",
     "run_turn",
     "send_post_save",
     "set_status",

@@ -6,9 +6,11 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from pydantic import BaseModel
@@ -17,7 +19,7 @@ from ..conf import toolcalling_settings
 from ..exceptions import InvalidArguments, ToolCallLimitExceeded, ToolExecutionError
 from ..hooks import TurnView
 from ..models import Message, ToolCall
-from ..toolkit import Tool, assistants, result_to_text, split_extras
+from ..toolkit import Tool, assistants, result_to_text, split_extras, storable_json
 from . import _storage as storage
 from ._observers import Observers
 
@@ -102,8 +104,10 @@ class CallPath:
         self.extras_exempt = set(extras_exempt)
         self.raise_errors = raise_errors
 
-    def handle(self, call: ToolCall) -> Answer:
-        """Limit, validate, gate, run and answer one call."""
+    def handle(self, call: ToolCall, *, durable: bool = False) -> Answer:
+        """Limit, validate, gate, run and answer one call. ``durable``: the result of a tool that ran is on disk
+        before this returns (another call of the answer runs next: were the result lost with a database crash,
+        a turn taken over would take the next call for one that never started, and run it again)."""
         over = self.limits.take(call.name)
         if over is not None:
             if toolcalling_settings.ON_LIMIT_EXCEEDED == "raise":
@@ -129,16 +133,39 @@ class CallPath:
             self.ledger.wait_for_approval(call)
             self.observers.call_waiting(call)
             return Answer(message=None, text=None)
-        with self.observers.tool_span(call):
+        with self.observers.tool_span(call), self._together(tool):
             status, text, error = self._run(tool, call, arguments)
             if status == ToolCall.Status.FAILED:
-                return self._fail(call, text, error, detail=f"Tool {tool.name!r} failed: {error}")
-            return self._answer(call, status, text, error)
+                return self._fail(call, text, error, detail=f"Tool {tool.name!r} failed: {error}", durable=durable)
+            return self._answer(call, status, text, error, durable=durable)
 
     def answer_decided(self, call: ToolCall, status: str, text: str) -> Answer:
         """Answer a call its caller decided not to run (the stepper's ``skip`` and ``reject``); it still counts."""
         self.limits.take(call.name)
         return self._answer(call, status, text, "" if status == ToolCall.Status.SUCCEEDED else text)
+
+    def mark_unknown(self, call: ToolCall, reason: str) -> Answer | None:
+        """A call whose tool may have run in a process that died, and may not run again (not ``idempotent``): it
+        waits for a person to say what happened (``outcome_unknown``), with its arguments as the tool got them.
+        A call that cannot have run (no such tool, invalid arguments) is answered as ``handle`` answers it."""
+        tool = self.tools.get(call.name)
+        try:
+            if tool is None:
+                raise InvalidArguments(call.name)
+            self._validate(tool, call)
+            self.ctx.tool_call = call
+            gated = tool.needs_approval(self.ctx, call.arguments)
+        except Exception:
+            return self.handle(call)  # it failed before the tool could run, and fails the same way again
+        if gated:
+            return self.handle(call)  # a gated call runs only once decided: it cannot have run, and waits now
+        call.status, call.error = ToolCall.Status.OUTCOME_UNKNOWN, reason
+        with self.ledger.write():
+            storage.update_call_if(
+                call, ToolCall.Status.RUNNING, status=call.status, error=reason,
+                arguments=storable_json(call.arguments), extras=storable_json(call.extras),
+            )  # fmt: skip
+        return None
 
     def withdraw(self, call: ToolCall, text: str) -> Message:
         """Answer a call that will not run because its turn was stopped (one awaiting approval included)."""
@@ -148,19 +175,31 @@ class CallPath:
         """Run a call a worker moved from ``approved`` to ``running``, and answer it if it is still ``running``.
 
         ``note`` goes before the result (e.g. that an approver changed the arguments). Returns the answer's
-        message, or ``None`` when the call was answered meanwhile (a sweep failed it): nothing is stored twice.
+        message, or ``None`` when the call was answered (or settled) meanwhile: nothing is stored twice. A call the
+        sweep left as ``outcome_unknown`` while it still ran takes its result: the outcome is known after all.
         """
-        with self.observers.tool_span(call):
+        tool = self.tools.get(call.name)
+        with self.observers.tool_span(call), self._together(tool) as together:
             status, text, error = self._run_approved(call)
-            message = storage.answer_call_if(
-                call, from_status=ToolCall.Status.RUNNING, status=status, result=f"{note}{text}", error=error
-            )
+            # A run the sweep took for dead (its lease ended) whose outcome nobody has settled yet: its own result
+            # is what happened, and settles it.
+            late = (ToolCall.Status.RUNNING, ToolCall.Status.OUTCOME_UNKNOWN)
+            message = storage.answer_call_if(call, from_status=late, status=status, result=f"{note}{text}", error=error)
+            if message is None and together is not None:
+                transaction.set_rollback(True, using=self.ledger.db)  # what it wrote goes with the result
         if message is None:
             logger.warning("tool call %s was answered while it ran; its result is dropped: %s", call.pk, text)
             return None
         return message
 
     # The steps --------------------------------------------------------------------------------------
+
+    def _together(self, tool: Tool | None) -> AbstractContextManager[Any]:
+        """For an ``atomic`` tool, the transaction that holds its run and its result (both stored, or neither);
+        for any other, nothing."""
+        if tool is None or not tool.atomic:
+            return nullcontext()
+        return transaction.atomic(using=self.ledger.db)
 
     def _validate(self, tool: Tool, call: ToolCall) -> BaseModel:
         """Parse the model's arguments; extras are split off and handed to the assistant first."""
@@ -185,7 +224,7 @@ class CallPath:
             if replaced is not None:
                 return ToolCall.Status.SUCCEEDED, replaced, ""
         self.started.add(call.pk)  # from here on the tool may take effect, whatever happens next
-        status, text, error = run_tool(tool, self.ctx, arguments)
+        status, text, error = run_tool(tool, self.ctx, arguments, using=self.ledger.db if tool.atomic else None)
         call.status, call.error = status, error
         for hook in reversed(self.hooks):  # the outcome is known; a hook may replace the text the model reads
             changed = hook.after_tool_call(self.view, call, text)
@@ -209,24 +248,37 @@ class CallPath:
         return self._run(tool, call, arguments)
 
     def _fail(
-        self, call: ToolCall, text: str, error: str | None = None, *, detail: str = "", cause: Exception | None = None
+        self,
+        call: ToolCall,
+        text: str,
+        error: str | None = None,
+        *,
+        detail: str = "",
+        cause: Exception | None = None,
+        durable: bool = False,
     ) -> Answer:
         """Answer a failed call; with ``raise_errors`` the answer ends the turn. The one place that decides it."""
-        answer = self._answer(call, ToolCall.Status.FAILED, text, text if error is None else error)
+        answer = self._answer(call, ToolCall.Status.FAILED, text, text if error is None else error, durable=durable)
         if not self.raise_errors:
             return answer
         failure = ToolExecutionError(detail or text.removeprefix("Error: "))
         failure.__cause__ = cause
         return Answer(message=answer.message, text=text, error=failure)
 
-    def _answer(self, call: ToolCall, status: str, text: str, error: str) -> Answer:
-        return Answer(message=self.ledger.answer_call(call, status=status, result=text, error=error), text=text)
+    def _answer(self, call: ToolCall, status: str, text: str, error: str, *, durable: bool = False) -> Answer:
+        message = self.ledger.answer_call(call, status=status, result=text, error=error, durable=durable)
+        return Answer(message=message, text=text)
 
 
-def run_tool(tool: Tool, ctx: ToolContext, arguments: BaseModel) -> Outcome:
-    """Call a tool function; return ``(status, text for the model, error)``. Never raises for tool errors."""
+def run_tool(tool: Tool, ctx: ToolContext, arguments: BaseModel, *, using: str | None = None) -> Outcome:
+    """Call a tool function; return ``(status, text for the model, error)``. Never raises for tool errors.
+    ``using``: the tool runs in a savepoint on that database, so what a failing tool wrote is undone."""
     try:
-        value = tool.invoke(ctx, arguments)
+        if using is None:
+            value = tool.invoke(ctx, arguments)
+        else:
+            with transaction.atomic(using=using):
+                value = tool.invoke(ctx, arguments)
         return ToolCall.Status.SUCCEEDED, result_to_text(value), ""
     except Exception as exc:
         logger.warning("tool %s failed: %s: %s", tool.name, type(exc).__name__, exc)

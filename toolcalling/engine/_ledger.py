@@ -355,10 +355,10 @@ class Ledger:
 
     @retried
     def answer_call(
-        self, call: ToolCall, *, status: str, result: str, error: str = "", waiting: bool = False
+        self, call: ToolCall, *, status: str, result: str, error: str = "", waiting: bool = False, durable: bool = False
     ) -> Message:
         statuses = [*OPEN_CALL_STATUSES, ToolCall.Status.AWAITING_APPROVAL] if waiting else OPEN_CALL_STATUSES
-        with self.write(durable=False):
+        with self.write(durable=durable):
             message = answer_call_if(call, from_status=statuses, status=status, result=result, error=error)
             if message is None:
                 raise TurnInterrupted(_("The call %(id)s was answered by someone else.") % {"id": call.call_id})

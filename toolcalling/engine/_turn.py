@@ -256,7 +256,7 @@ class Turn(TurnClaim, TurnEnding):
             if decided and call.pk in decided:
                 answer = self.calls.answer_decided(call, *decided[call.pk])
             else:
-                answer = self.calls.handle(call)
+                answer = self.calls.handle(call, durable=call is not calls[-1])  # see ``CallPath.handle``
             if answer.message is not None:
                 self.answered(call, answer.message)
             if answer.error is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from typing import Any
 
 from django.conf import settings
@@ -10,6 +12,12 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
 from .conversations import Conversation, Message
+
+
+def this_process() -> str:
+    """Who runs a call, as the desk shows it when that process died: the host's name and the process id (read
+    each time: a worker's pool forks after start-up). A new call's default: a turn runs the calls it stores."""
+    return f"{socket.gethostname()}:{os.getpid()}"[:200]
 
 
 class ToolCall(models.Model):
@@ -24,6 +32,7 @@ class ToolCall(models.Model):
         FAILED = "failed", pgettext_lazy("toolcalling model", "Failed")
         CANCELLED = "cancelled", pgettext_lazy("toolcalling model", "Cancelled")
         EXPIRED = "expired", pgettext_lazy("toolcalling model", "Expired")
+        OUTCOME_UNKNOWN = "outcome_unknown", pgettext_lazy("toolcalling model", "Outcome unknown")
 
     class Approver(models.TextChoices):
         STAFF = "staff", pgettext_lazy("toolcalling model", "A staff member")
@@ -122,6 +131,13 @@ class ToolCall(models.Model):
         blank=True,
         verbose_name=pgettext_lazy("toolcalling model", "lease expires at"),
         help_text=_("An approved call runs under a lease: a redelivered task leaves it alone until the lease ends."),
+    )
+    worker = models.CharField(
+        max_length=200,
+        blank=True,
+        default=this_process,
+        verbose_name=pgettext_lazy("toolcalling model", "worker"),
+        help_text=_("The process that ran the call, or was to run it: host name and process id."),
     )
     finished_at = models.DateTimeField(
         null=True, blank=True, verbose_name=pgettext_lazy("toolcalling model", "finished at")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
@@ -64,12 +65,31 @@ class ToolContext:
     """What the site adds through ``Assistant.get_context_extra()``, e.g. a tenant id."""
 
     @property
+    def idempotency_key(self) -> str | None:
+        """A key for this call that stays the same on every attempt to run it (a worker that died and a call run
+        again, an approver's "run again"), for the tool to pass to an external API that takes one (payment and
+        e-mail providers do), so that the second attempt is recognised there. Derived from the call's identity
+        (its conversation and the model's call id), never random: a UUID as text. ``None`` outside a call."""
+        call = self.tool_call
+        if call is None:
+            return None
+        return idempotency_key(call.conversation_id, call.call_id)
+
+    @property
     def attachments(self) -> list[AttachedFile]:
         """The files the conversation's messages carry, oldest first, each with ``name``, ``content_type``,
         ``size`` and ``open()``; read when asked for, so a tool that never looks costs no query."""
         from ..attachments import conversation_files  # reads models, which ``import toolcalling`` must not load
 
         return conversation_files(self.conversation)
+
+
+IDEMPOTENCY_NAMESPACE = uuid.UUID("5c0b6d1e-3f8a-5a7e-9a43-2d1f0e7c6b88")
+
+
+def idempotency_key(conversation_id: object, call_id: str) -> str:
+    """The idempotency key of the call ``call_id`` of a conversation (``ToolContext.idempotency_key``)."""
+    return str(uuid.uuid5(IDEMPOTENCY_NAMESPACE, f"{conversation_id}/{call_id}"))
 
 
 @runtime_checkable

@@ -80,6 +80,13 @@ class Tool:
     """Who decides a gated call: ``"staff"`` (the approve permission) or ``"user"`` (the conversation's user)."""
     return_direct: bool = False
     """The result is the reply; the model is not asked again (when every call of an answer is direct)."""
+    idempotent: bool = False
+    """Running it again with the same ``ctx.idempotency_key`` does no harm: a call whose process died while it ran
+    is run again, where any other tool's call waits for a person to say what happened ("outcome unknown")."""
+    atomic: bool = False
+    """The tool writes only to the site's database (where the app writes): it runs inside the transaction that
+    stores its result, so its writes and its result are stored together or not at all, exactly once. A call whose
+    process died while it ran is run again: what it wrote was rolled back with it."""
     permissions: tuple[str, ...] = ()
     """Django permissions the user must hold for the tool to be offered at all."""
     arguments_model: type[BaseModel] = field(repr=False)
@@ -103,6 +110,11 @@ class Tool:
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
+
+    @property
+    def may_run_again(self) -> bool:
+        """Whether a call whose process died while it ran may simply run again (``idempotent`` or ``atomic``)."""
+        return self.idempotent or self.atomic
 
     def needs_approval(self, ctx: ToolContext, arguments: dict[str, Any]) -> bool:
         rule = self.requires_approval
@@ -148,6 +160,8 @@ def make_tool(
     approver: str = "staff",
     return_direct: bool = False,
     permissions: Sequence[str] = (),
+    idempotent: bool = False,
+    atomic: bool = False,
 ) -> Tool:
     """Build a ``Tool`` from a function, collecting every problem into one error."""
     tool_name = name or func.__name__
@@ -169,6 +183,8 @@ def make_tool(
         problems.append("approval_preview must be a callable (ctx, args) -> str | dict")
     if approver not in APPROVERS:
         problems.append(f"approver must be one of {', '.join(map(repr, APPROVERS))}, not {approver!r}")
+    if not isinstance(idempotent, bool) or not isinstance(atomic, bool):
+        problems.append("idempotent and atomic must be True or False")
     if requires_approval is False and (approval_preview is not None or approver != "staff"):
         problems.append("approval_preview and approver apply only to a tool with requires_approval")
     try:
@@ -190,6 +206,8 @@ def make_tool(
         approver=approver,
         return_direct=return_direct,
         permissions=tuple(permissions),
+        idempotent=idempotent,
+        atomic=atomic,
         arguments_model=model,
         context_param=context_param,
         parameters=parameters,
@@ -210,6 +228,8 @@ def tool(
     approver: str = "staff",
     return_direct: bool = False,
     permissions: Sequence[str] = (),
+    idempotent: bool = False,
+    atomic: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -224,6 +244,8 @@ def tool(
     approver: str = "staff",
     return_direct: bool = False,
     permissions: Sequence[str] = (),
+    idempotent: bool = False,
+    atomic: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a function a tool and register it; use bare (``@tool``) or with options (``@tool(...)``)."""
 
@@ -238,6 +260,8 @@ def tool(
             approver=approver,
             return_direct=return_direct,
             permissions=permissions,
+            idempotent=idempotent,
+            atomic=atomic,
         )
         tool_registry.register(made)
         return made
