@@ -3,6 +3,7 @@
 import importlib.util
 import os
 
+import django
 from django.core.exceptions import ImproperlyConfigured
 
 from tests.mariadb import CHARSET, COLLATION, MARIADB_PASSWORD, MARIADB_USER
@@ -168,7 +169,12 @@ if os.environ.get("TOOLCALLING_TEST_WORKER"):
     DATABASES["default"]["NAME"] = os.environ["TOOLCALLING_TEST_DB_NAME"]
     TOOLCALLING["BASE_URL"] = os.environ["TOOLCALLING_TEST_BASE_URL"]
 
-# The MCP stdio tests start the command with approval e-mails on the console backend, as the demo site has
-# them, to see that none of it reaches the protocol's stdout (tests/testapp/apps.py connects the receiver).
-if os.environ.get("TOOLCALLING_TEST_CONSOLE_MAIL"):
+# Mail as a new site configures it: MAILERS from Django 6.1 on (its startproject writes it; EMAIL_BACKEND is
+# deprecated there), EMAIL_BACKEND before. The test runner keeps either in memory. The MCP stdio tests start the
+# command with approval e-mails on the console backend, as the demo site has them, to see that none of it reaches
+# the protocol's stdout (tests/testapp/apps.py connects the receiver).
+console_mail = bool(os.environ.get("TOOLCALLING_TEST_CONSOLE_MAIL"))
+if django.VERSION >= (6, 1):
+    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"} if console_mail else {}}
+elif console_mail:
     EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
