@@ -1,9 +1,15 @@
-# Development tasks. `make demo` runs the demo shop; `make test` runs the test suite.
+# Development tasks. `make demo` runs the demo shop; `make test` runs the test suite, `make test-matrix` all of it
+# on every database (for a release).
 
 VENV ?= .venv
 PY = $(VENV)/bin/python
+# The interpreters of make test's passes: the full pass, and the database passes (PostgreSQL, MariaDB; their
+# interpreter needs mysqlclient, which the target below installs into $(VENV)). Both are the project's virtualenv
+# unless told otherwise, e.g. `make test PY_FULL=/path/to/other/venv/bin/python`.
+PY_FULL ?= $(PY)
+PY_DB ?= $(PY)
 
-.PHONY: setup setup313 system-packages demo eval test lint docs mutation
+.PHONY: setup setup313 system-packages demo eval test test-matrix lint docs mutation
 
 # Reinstall only when the requirements or the package metadata change.
 $(VENV)/.installed: requirements/dev.txt requirements/base.txt requirements/anthropic.txt requirements/docs.txt requirements/frontends.txt pyproject.toml
@@ -76,17 +82,34 @@ FRONTEND_JS = tests/frontends/js
 $(FRONTEND_JS)/node_modules/.package-lock.json: $(FRONTEND_JS)/package-lock.json | system-packages
 	npm ci --prefix $(FRONTEND_JS) --no-audit --no-fund
 
-# The whole suite three times: on SQLite, on PostgreSQL, then on MariaDB, each pass on another model API (Chat
-# Completions, Responses, Anthropic's Messages): the suite runs once on each database and once on each API; tests
-# marked each_api run on all three APIs in every pass, tests marked chat_completions (written for its bodies) on
-# that API. The PostgreSQL pass runs the streaming and approval groups under ASGI (uvicorn, Django's ASGI handler),
-# the others under WSGI. It starts and stops the services it needs itself (redis-server, Celery workers, Chromium, and a
-# private PostgreSQL cluster or MariaDB server). One pass after the other: on two cores the PostgreSQL and
-# MariaDB passes run at once took as long (824 s against 828 s).
-test: setup system-packages lint docs $(VENV)/.mysqlclient $(FRONTEND_JS)/node_modules/.package-lock.json
-	TOOLCALLING_TEST_API=chat_completions $(PY) -m pytest
-	TOOLCALLING_TEST_DATABASE=postgresql TOOLCALLING_TEST_API=responses TOOLCALLING_TEST_SERVER=asgi $(PY) -m pytest
-	TOOLCALLING_TEST_DATABASE=mariadb TOOLCALLING_TEST_API=anthropic $(PY) -m pytest
+# What the passes need first: the set-up, the lint and the docs build, the services' packages, mysqlclient and the
+# AI SDK package the frontend tests run in node.
+TEST_NEEDS = setup system-packages lint docs $(VENV)/.mysqlclient $(FRONTEND_JS)/node_modules/.package-lock.json
+# The passes: a database, a model API and, for the streaming and approval groups, a server. Tests marked each_api run
+# on all three APIs in every pass, tests marked chat_completions (written for its bodies) on that API. The PostgreSQL
+# pass runs the streaming and approval groups under ASGI (uvicorn, Django's ASGI handler), the others under WSGI.
+SQLITE_PASS = TOOLCALLING_TEST_API=chat_completions
+POSTGRESQL_PASS = TOOLCALLING_TEST_DATABASE=postgresql TOOLCALLING_TEST_API=responses TOOLCALLING_TEST_SERVER=asgi
+MARIADB_PASS = TOOLCALLING_TEST_DATABASE=mariadb TOOLCALLING_TEST_API=anthropic
+
+# Each test where it can fail: the whole suite once, on SQLite with Chat Completions under WSGI; then the tests that
+# can depend on the database (marked database by the rules in tests/passes.py: the storage, approval, streaming,
+# races, limits and integrity groups, real transactions, live servers, workers, SQL semantics, and the histories
+# replayed on each API) on PostgreSQL with the Responses API under ASGI, and on MariaDB with Anthropic's. What cannot
+# depend on the database (packaging, the docs build, schemathesis: marked once) runs in the full pass only. The
+# passes start and stop the services they need themselves (redis-server, Celery workers, Chromium, and a private
+# PostgreSQL cluster or MariaDB server). One pass after the other: on two cores the PostgreSQL and MariaDB passes
+# run at once took as long (824 s against 828 s).
+test: $(TEST_NEEDS)
+	$(SQLITE_PASS) $(PY_FULL) -m pytest
+	$(POSTGRESQL_PASS) $(PY_DB) -m pytest -m database
+	$(MARIADB_PASS) $(PY_DB) -m pytest -m database
+
+# For a release: the whole suite three times, once on each database and once on each model API.
+test-matrix: $(TEST_NEEDS)
+	$(SQLITE_PASS) $(PY_FULL) -m pytest
+	$(POSTGRESQL_PASS) $(PY_DB) -m pytest
+	$(MARIADB_PASS) $(PY_DB) -m pytest
 
 # The mutation run over approval/, usage/ and engine/_calls.py (docs/mutation.md); AREAS="approval usage" picks areas.
 mutation: setup

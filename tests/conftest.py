@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.utils import translation
 from rest_framework.test import APIClient
 
-from tests import asgi_server, mariadb, mutation, services
+from tests import asgi_server, mariadb, mutation, passes, services
 from tests.celery_app import app as celery_app  # noqa: F401  (binds the app's shared tasks to the test site)
 from tests.chromium import browser  # noqa: F401  (one browser for every directory)
 from toolcalling.engine import _turn_loop
@@ -39,6 +39,15 @@ def pytest_configure(config):
         "markers",
         "chat_completions: written for Chat Completions (reads its request or reply bodies, or prices its test model"
         " by name), so it runs there whatever the suite's API",
+    )
+    config.addinivalue_line(
+        "markers",
+        "database(reason): its outcome can depend on the database, so make test runs it on PostgreSQL and MariaDB"
+        " too (-m database); tests/passes.py marks most tests by rule, a test its rules miss says so itself",
+    )
+    config.addinivalue_line(
+        "markers",
+        "once: cannot depend on the database (packaging, the docs, schemathesis): never in the database passes",
     )
 
 
@@ -70,10 +79,14 @@ def pytest_runtest_teardown(item, nextitem):
         state()._stats.update(mutation.take_worker_hits())
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
-    """In the mutation run: only the tests of the mutated area, quickest first (tests/mutation.py)."""
+    """First the ``database`` marker on the tests its rules select (tests/passes.py), before ``-m`` selects by it;
+    last, in the mutation run, only the tests of the mutated area, quickest first (tests/mutation.py)."""
+    passes.mark(items)
+    result = yield
     mutation.select(config, items)
+    return result
 
 
 @pytest.fixture(scope="session")

@@ -106,11 +106,16 @@ def test_tool_results_must_answer_the_tool_uses_just_before_and_every_tool_use_i
     assert "`tool_result` blocks must come before any other content" in after_text
 
 
-def test_roles_alternate_and_max_tokens_is_required(client):
-    two = refused(client, messages=[ASK, ASK])
-    assert (
-        two == 'messages: roles must alternate between "user" and "assistant", but found multiple "user" roles in a row'
-    )
+def test_turns_of_one_role_in_a_row_are_combined_and_max_tokens_is_required(model, client):
+    # "Consecutive `user` or `assistant` turns in your request will be combined into a single turn" (the SDK's
+    # documentation of ``messages``): two user turns are taken, and checked as one.
+    model.reply("Hello.")
+    taken = client.messages.create(model=MODEL, max_tokens=1024, messages=[ASK, {"role": "user", "content": "Hi?"}])
+    assert taken.content[0].text == "Hello."  # type: ignore[union-attr]
+    use = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}
+    turns = [ASK, {"role": "assistant", "content": [use]}, {"role": "user", "content": "Here:"}, answer("toolu_1")]
+    text_then_result = refused(client, tools=[WEATHER], messages=turns)
+    assert "`tool_result` blocks must come before any other content" in text_then_result
     with OpenAICompatibleServer(ScriptedModel()) as server:
         raw = anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0)
         with pytest.raises(anthropic.BadRequestError) as caught:

@@ -14,6 +14,8 @@ from tests.attachments import files
 from toolcalling import approval
 from toolcalling.models import Attachment, Conversation, Message, ToolCall
 
+pytestmark = pytest.mark.database  # reasons a database cannot store; a usage limit's refusal
+
 URL = "/api/toolcalling"
 DEEP_OBJECT = '{"a": ' * 100_000 + "1" + "}" * 100_000
 

@@ -74,6 +74,7 @@ parameters = {{ "path.id" = {{ dictionary = "tool_calls", probability = 0.8 }} }
     return path
 
 
+@pytest.mark.once  # the API's schema and its answers, whatever stores them: in the full pass only
 @pytest.mark.timeout(400)  # some 900 generated requests, each a real one
 @override_toolcalling(OFFLINE_MODEL=True, EVENTS_IDLE_TIMEOUT=0.2, EVENTS_KEEPALIVE=0.1)
 def test_schemathesis_finds_no_server_error_and_no_response_that_breaks_the_schema(live_server, data, tmp_path):

@@ -47,6 +47,7 @@ def test_the_upload_throttle_is_on_by_default_and_a_site_may_switch_it_off(api, 
 
 
 @pytest.mark.toolcalling(ATTACHMENTS={"MAX_PER_MESSAGE": 2, "MAX_UNSENT": 2})
+@pytest.mark.database  # the unsent uploads counted by the database
 def test_a_user_may_keep_only_so_many_unsent_uploads(api, model, bob, conversation):
     first, second = upload(api, files.PNG).json(), upload(api, files.GIF).json()
     refused = upload(api, files.PDF, name="third.pdf")
@@ -66,6 +67,7 @@ def test_a_user_may_keep_only_so_many_unsent_uploads(api, model, bob, conversati
 
 
 @pytest.mark.toolcalling(ATTACHMENTS={"MAX_BYTES": len(files.PDF), "MAX_UNSENT_BYTES": len(files.PDF) + len(files.PNG)})
+@pytest.mark.database  # their bytes added up by the database
 def test_a_user_may_keep_only_so_many_bytes_of_unsent_uploads(api, model):
     assert upload(api, files.PDF, name="a.pdf").status_code == 201
     assert upload(api, files.PNG).status_code == 201

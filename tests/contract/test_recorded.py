@@ -42,12 +42,7 @@ APIS = ("chat_completions", "responses", "anthropic")
 
 # Fixtures whose check fails on today's code because the adapter or a Responses/Anthropic rule is wrong: the
 # check is kept as it should be; the reason says what differs from the recorded exchange.
-SERVER_XFAIL: dict[str, str] = {
-    "anthropic/effort_xhigh_refused_on_opus_4_6": (
-        "rules_anthropic_options accepts output_config.effort 'xhigh' on every model; claude-opus-4-6 refused it: "
-        "This model does not support effort level 'xhigh'. Supported levels: high, low, max, medium."
-    ),
-}
+SERVER_XFAIL: dict[str, str] = {}
 ADAPTER_XFAIL: dict[str, str] = {}
 
 

@@ -246,6 +246,7 @@ def test_arguments_are_stored_as_sent(api, conversation, model):
     assert call.result == '{"order_no":"20250719-0032","speed":"express","city":"Oslo"}'
 
 
+@pytest.mark.database  # taken over by a conditional update on the turn's age
 def test_a_turn_whose_process_died_is_taken_over_and_its_open_calls_answered(api, conversation, model):
     import datetime
 

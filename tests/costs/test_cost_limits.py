@@ -14,6 +14,8 @@ from toolcalling.usage import window
 
 from .conftest import PRICED, post
 
+pytestmark = pytest.mark.database  # the usage counters' conditional updates
+
 DAILY = [{"cost": "0.001", "per": "user", "period": "day"}]
 # 800 prompt tokens at 1.00 and 100 out at 4.00 per million: 0.0012, over the daily 0.001 at once.
 OVER = {"prompt_tokens": 800, "completion_tokens": 100, "cached_tokens": 0}

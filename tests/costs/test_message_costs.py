@@ -11,6 +11,8 @@ from toolcalling.conf import toolcalling_settings
 from toolcalling.models import Conversation
 from toolcalling.testutils import override_toolcalling
 
+pytestmark = pytest.mark.database  # decimal costs stored and added up by the database
+
 RATES = {"input": "1.25", "cached_input": "0.125", "output": "10.00"}
 URL = "/api/toolcalling/conversations/{}/messages/"
 

@@ -14,6 +14,8 @@ from toolcalling.usage import window
 
 from .conftest import PRICED, post
 
+pytestmark = pytest.mark.database  # costs added up by the database, per day
+
 SPEND = "/admin/toolcalling/usagecounter/spend/"
 
 

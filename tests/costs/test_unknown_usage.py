@@ -115,6 +115,7 @@ def test_a_stream_asks_for_usage_and_a_server_that_ignores_it_gives_unknown_usag
     assert reply.usage.known is False
 
 
+@pytest.mark.database  # counted by the usage counters' conditional updates
 @pytest.mark.each_api
 @pytest.mark.parametrize("shape", ["missing", "strings", "negative"])
 def test_an_answer_of_unknown_usage_is_stored_and_counted_as_unpriced_never_as_free(
@@ -141,6 +142,7 @@ def test_an_answer_of_unknown_usage_is_stored_and_counted_as_unpriced_never_as_f
     model.assert_done()
 
 
+@pytest.mark.database  # counted by the usage counters' conditional updates
 @pytest.mark.each_api
 def test_an_answer_with_its_usage_is_priced_and_not_counted_as_unknown(api, model, model_api, new_conversation):
     conversation = new_conversation()

@@ -9,6 +9,8 @@ from toolcalling.testutils import override_toolcalling
 
 from .conftest import PRICED, post
 
+pytestmark = pytest.mark.database  # usage added up by the database, per day and month
+
 
 @pytest.mark.chat_completions
 @pytest.mark.toolcalling(PRICES=PRICED, CURRENCY="EUR")

@@ -12,7 +12,7 @@ from toolcalling.evals._outcomes import CaseOutcome, RunSummary
 from toolcalling.evals._store import store_run
 from toolcalling.models import EvalCaseResult, EvalRun
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.database]  # the cost columns' range on each database
 
 
 def outcome(name, cost):

@@ -103,6 +103,7 @@ def test_another_users_thread_bad_input_and_anonymous_are_refused(live_server, m
     assert model.requests == []
 
 
+@pytest.mark.each_api  # a history replayed across a decision, on each API in every pass
 @pytest.mark.parametrize("approved", [True, False], ids=["confirmed", "declined"])
 def test_a_run_resumed_with_the_users_answer_decides_their_call(live_server, model, alice, approved):
     ops = Conversation.objects.create(user=alice, assistant_id="ops")

@@ -21,6 +21,7 @@ def ops(alice) -> Conversation:
     return Conversation.objects.create(user=alice, assistant_id="ops")
 
 
+@pytest.mark.each_api  # a history replayed across an approval, on each API in every pass
 @pytest.mark.parametrize("auto", [False, True], ids=["sent-by-the-page", "sent-automatically"])
 def test_the_user_confirms_their_own_call_through_the_sdk(chat, model, ops, auto):
     model.call("move_points", {"name": "alice", "points": 5})
@@ -51,6 +52,7 @@ def test_the_user_confirms_their_own_call_through_the_sdk(chat, model, ops, auto
     model.assert_done()
 
 
+@pytest.mark.each_api  # a history replayed across a rejection, on each API in every pass
 def test_the_user_declines_with_a_reason_the_model_is_told(chat, model, ops):
     model.call("move_points", {"name": "alice", "points": 500})
     driver = chat(ops)

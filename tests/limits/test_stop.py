@@ -60,6 +60,7 @@ def calls_of(conversation_id):
     return list(calls.values_list("name", "status"))
 
 
+@pytest.mark.each_api  # a history replayed across a stop, on each API in every pass
 @pytest.mark.django_db(transaction=True)
 def test_stop_ends_a_plain_turn_after_the_running_tool(api, alice, model, new_conversation, tmp_path):
     conversation = new_conversation("slow")
@@ -113,6 +114,7 @@ def test_stop_after_the_last_tool_skips_the_next_model_call(api, alice, model, n
     model.assert_done()
 
 
+@pytest.mark.each_api  # a history replayed across a stop, on each API in every pass
 @pytest.mark.django_db(transaction=True)
 def test_stop_during_a_streamed_model_call_answers_its_calls_without_running_them(api, alice, model, new_conversation):
     conversation = new_conversation("slow")
@@ -132,6 +134,7 @@ def test_stop_during_a_streamed_model_call_answers_its_calls_without_running_the
     model.assert_done()
 
 
+@pytest.mark.each_api  # a history replayed across a stop, on each API in every pass
 def test_a_stepper_honours_a_stop_between_its_steps(alice, model):
     model.calls(("add", {"a": 1, "b": 2}), ("whoami", {}))
     stepper = Assistant.get("helper").steps(alice, "do two things")
@@ -146,6 +149,7 @@ def test_a_stepper_honours_a_stop_between_its_steps(alice, model):
     model.assert_done()
 
 
+@pytest.mark.each_api  # a history replayed across an approval and a stop, on each API in every pass
 @pytest.mark.django_db(transaction=True)
 def test_a_continuation_after_approval_honours_a_stop(api, alice, approver, model, new_conversation):
     conversation = new_conversation("slow")

@@ -28,6 +28,8 @@ def test_the_schema_is_sent_as_response_format_and_the_answer_parsed(strict_mode
     assert result.messages[-1].data == {"answer": "yes", "confidence": 0.9}
 
 
+@pytest.mark.each_api  # a history replayed across a structured-output retry, on each API in every pass
+@pytest.mark.database
 def test_an_invalid_answer_is_sent_back_with_the_errors_and_kept_out_of_the_stored_history(strict_model, alice):
     strict_model.reply("Sure, yes!")
     strict_model.reply(json.dumps({"answer": "yes", "confidence": 7}))
@@ -50,6 +52,8 @@ def test_an_invalid_answer_is_sent_back_with_the_errors_and_kept_out_of_the_stor
     assert "less than or equal to 1" in retries[1]["problem"]
 
 
+@pytest.mark.each_api  # a history replayed across a structured-output retry, on each API in every pass
+@pytest.mark.database
 def test_after_the_last_retry_the_turn_fails_with_a_clear_error(strict_model, alice):
     for _ in range(3):  # the first attempt and output_retries = 2
         strict_model.reply('{"answer": "yes"}')
@@ -97,6 +101,8 @@ def test_the_api_returns_the_parsed_data(strict_model, api):
     assert history[-1]["data"] == {"answer": "yes", "confidence": 0.9}
 
 
+@pytest.mark.each_api  # a history replayed across a structured-output retry, on each API in every pass
+@pytest.mark.database
 def test_the_api_reports_a_validation_failure(strict_model, api):
     conversation = api.post("/api/toolcalling/conversations/", {"assistant": "lf_structured"}, format="json").json()
     for _ in range(3):

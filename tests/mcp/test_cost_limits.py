@@ -8,7 +8,7 @@ import pytest
 
 from toolcalling.models import Conversation, ToolCall, UsageCounter
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.database]  # the usage counters' conditional updates
 
 LIMITS = [{"cost": "1.00", "per": "user", "period": "day"}, {"tool_calls": 1, "per": "user", "period": "day"}]
 

@@ -12,7 +12,7 @@ from rest_framework.throttling import UserRateThrottle
 from toolcalling.mcp._view import MCPView
 from toolcalling.models import Conversation, ToolCall, UsageCounter
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.database]  # NUL and surrogates stored, and the usage counters
 
 URL = "/api/toolcalling/mcp/helper/"
 

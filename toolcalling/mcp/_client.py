@@ -12,15 +12,24 @@ import asyncio
 import concurrent.futures
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..exceptions import MCPServerError, MCPToolError
 from ._sdk import require_sdk
 
-if TYPE_CHECKING:
-    from ._servers import MCPServer
-
 T = TypeVar("T")
+
+
+class Endpoint(Protocol):
+    """What connecting to a server takes (an ``MCPServer`` is one): its address and how long to wait."""
+
+    name: str
+    url: str | None
+    command: list[str] | None
+    env: dict[str, str] | None
+    cwd: str | None
+    timeout: float
+
 
 CLIENT_NAME = "django-toolcalling"
 
@@ -34,7 +43,7 @@ class RemoteToolInfo:
     input_schema: dict[str, Any]
 
 
-def list_tools(server: MCPServer, headers: Mapping[str, str]) -> list[RemoteToolInfo]:
+def list_tools(server: Endpoint, headers: Mapping[str, str]) -> list[RemoteToolInfo]:
     """Every tool the server lists (all pages); ``MCPServerError`` when it cannot be asked."""
 
     async def operation(client: Any) -> list[RemoteToolInfo]:
@@ -54,7 +63,7 @@ def list_tools(server: MCPServer, headers: Mapping[str, str]) -> list[RemoteTool
     return _run(server, headers, operation, "listing its tools")
 
 
-def call_tool(server: MCPServer, headers: Mapping[str, str], name: str, arguments: dict[str, Any]) -> str:
+def call_tool(server: Endpoint, headers: Mapping[str, str], name: str, arguments: dict[str, Any]) -> str:
     """Call one tool; its result as text for the model. ``MCPToolError`` for an ``isError`` result."""
 
     async def operation(client: Any) -> Any:
@@ -87,7 +96,7 @@ def result_text(result: Any) -> str:
     return "\n".join(texts)
 
 
-def _run(server: MCPServer, headers: Mapping[str, str], operation: Callable[[Any], Awaitable[T]], doing: str) -> T:
+def _run(server: Endpoint, headers: Mapping[str, str], operation: Callable[[Any], Awaitable[T]], doing: str) -> T:
     """Connect, run ``operation`` with the connected client, disconnect; any failure is an ``MCPServerError``."""
     require_sdk()
     import anyio
@@ -105,7 +114,7 @@ def _run(server: MCPServer, headers: Mapping[str, str], operation: Callable[[Any
         raise MCPServerError(f"the MCP server {server.name!r} failed ({doing}): {_describe(exc)}") from exc
 
 
-def _client(server: MCPServer, headers: Mapping[str, str]) -> Any:
+def _client(server: Endpoint, headers: Mapping[str, str]) -> Any:
     """The SDK's ``Client`` for this server: Streamable HTTP with the headers, or a stdio subprocess."""
     from contextlib import AsyncExitStack, asynccontextmanager
 

@@ -14,17 +14,36 @@ import json
 import logging
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from django.core.cache import DEFAULT_CACHE_ALIAS, caches
 from pydantic import BaseModel, ConfigDict
 
 from ..exceptions import InvalidArguments, MCPServerError
-from ..toolkit import NAME_RE, Tool, ToolContext, arguments_object
-from ._client import RemoteToolInfo, list_tools
+from ..toolkit import NAME_RE, ApprovalRule, Tool, ToolContext, arguments_object
+from ._client import Endpoint, RemoteToolInfo, list_tools
 
-if TYPE_CHECKING:
-    from ._servers import MCPServer
+
+class ToolServer(Endpoint, Protocol):
+    """What listing and offering a server's tools takes (an ``MCPServer`` is one)."""
+
+    prefix: str | None
+    allowed_tools: frozenset[str] | None
+    permissions: tuple[str, ...]
+    cache_ttl: float
+
+    @property
+    def identity(self) -> str: ...
+
+    @property
+    def clash_prefix(self) -> str: ...
+
+    def resolve_headers(self, ctx: ToolContext) -> dict[str, str]: ...
+
+    def approval_rule(self, tool_name: str) -> ApprovalRule: ...
+
+    def call(self, ctx: ToolContext, tool_name: str, arguments: dict[str, Any]) -> str: ...
+
 
 logger = logging.getLogger("toolcalling")
 
@@ -43,7 +62,7 @@ class RemoteTool(Tool):
     """A tool of an MCP server. Its arguments are checked against the server's JSON schema; running it calls
     the server (in the request, or on the worker once a gated call is approved)."""
 
-    server: MCPServer = field(repr=False)
+    server: ToolServer = field(repr=False)
     """The server that has the tool."""
     remote_name: str
     """The server's name of the tool (``name`` may carry a prefix)."""
@@ -77,7 +96,7 @@ def schema_problems(schema: dict[str, Any], data: dict[str, Any]) -> list[str]:
     return [f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}" for e in errors]
 
 
-def remote_tools(server: MCPServer, ctx: ToolContext, taken: Collection[str]) -> list[Tool]:
+def remote_tools(server: ToolServer, ctx: ToolContext, taken: Collection[str]) -> list[Tool]:
     """The server's tools for ``ctx``: allowed ones, each under a name nobody else uses."""
     extras = ctx.assistant.argument_extras if ctx.assistant is not None else None
     extra_names = set(extras.model_fields) if extras is not None else set()
@@ -97,7 +116,7 @@ def remote_tools(server: MCPServer, ctx: ToolContext, taken: Collection[str]) ->
     return tools
 
 
-def listing(server: MCPServer, headers: dict[str, str]) -> list[RemoteToolInfo]:
+def listing(server: ToolServer, headers: dict[str, str]) -> list[RemoteToolInfo]:
     """The server's tools from the cache, else from the server; the last good listing if it cannot answer."""
     cache = caches[DEFAULT_CACHE_ALIAS]
     digest = hashlib.sha256(json.dumps([server.identity, sorted(headers.items())]).encode()).hexdigest()
@@ -119,7 +138,7 @@ def listing(server: MCPServer, headers: dict[str, str]) -> list[RemoteToolInfo]:
     return [RemoteToolInfo(**item) for item in entry["tools"]]
 
 
-def _free_name(server: MCPServer, remote: str, taken: set[str]) -> str | None:
+def _free_name(server: ToolServer, remote: str, taken: set[str]) -> str | None:
     """The tool's name here: the server's (made valid for the model), prefixed as configured or on a clash."""
     base = "".join(c if c.isalnum() or c in "_-" else "_" for c in remote)
     if server.prefix is not None:
@@ -133,7 +152,7 @@ def _free_name(server: MCPServer, remote: str, taken: set[str]) -> str | None:
     return None
 
 
-def _make(server: MCPServer, info: RemoteToolInfo, name: str) -> RemoteTool:
+def _make(server: ToolServer, info: RemoteToolInfo, name: str) -> RemoteTool:
     schema = dict(info.input_schema)
     schema["type"] = "object"
     schema.setdefault("properties", {})

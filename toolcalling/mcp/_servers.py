@@ -11,6 +11,8 @@ from urllib.parse import urlsplit
 from ..exceptions import ImproperlyDefined
 from ..toolkit import ApprovalRule, ToolContext
 from ..toolkit._context import holds_permissions
+from ._client import call_tool
+from ._remote_tools import remote_tools
 from ._sdk import require_sdk
 
 if TYPE_CHECKING:
@@ -104,16 +106,12 @@ class MCPServer:
 
     def get_tools(self, ctx: ToolContext, taken: Collection[str]) -> list[Tool]:
         """This server's tools for ``ctx`` (a ``ToolSource``): listed now or from the cache, names not in ``taken``."""
-        from ._remote_tools import remote_tools
-
         if self.permissions and not holds_permissions(ctx.user, self.permissions):
             return []  # not even listed: the user could not be offered them anyway
         return remote_tools(self, ctx, taken)
 
     def call(self, ctx: ToolContext, tool_name: str, arguments: dict[str, Any]) -> str:
         """Call one of the server's tools (by its own name) for ``ctx``; its result as text."""
-        from ._client import call_tool
-
         return call_tool(self, self.resolve_headers(ctx), tool_name, arguments)
 
     # Details ------------------------------------------------------------------------------------------

@@ -106,7 +106,9 @@ class StreamAssembler:
         self.text: list[str] = []
         self.refusal: list[str] = []
         # Pieces are kept in lists and joined once: a long answer is assembled in time linear in its length.
-        self.calls: dict[int, dict[str, list[str]]] = {}
+        # A call is keyed by its index in the stream and its place among the calls (several may share an index).
+        self.calls: dict[tuple[int, int], dict[str, list[str]]] = {}
+        self.latest: dict[int, tuple[int, int]] = {}  # each index's call that its next pieces belong to
         self.chunks = 0
 
     def feed(self, data: Any) -> None:
@@ -159,9 +161,17 @@ class StreamAssembler:
             index = part.get("index", position)
             if not isinstance(index, int) or isinstance(index, bool):
                 raise invalid("a streamed tool call's index is not a number")
-            slot = self.calls.setdefault(index, {"id": [], "name": [], "arguments": []})
-            if part.get("id"):
-                slot["id"] = [read.string(part["id"])]
+            call_id = read.string(part.get("id"))
+            key = self.latest.get(index)
+            # Ollama streams each of several parallel calls whole under index 0, each with its own id
+            # (ollama/ollama#15457, #16212; tests/integrity/test_compatible_streams.py): an id other than the
+            # one its index has is the next call, not more of that one.
+            if key is None or (call_id and self.calls[key]["id"] and self.calls[key]["id"] != [call_id]):
+                key = self.latest[index] = (index, len(self.calls))
+                self.calls[key] = {"id": [], "name": [], "arguments": []}
+            slot = self.calls[key]
+            if call_id:
+                slot["id"] = [call_id]
             function = part.get("function")
             if function is not None:
                 function = read.json_object(function, "a streamed tool call's function")

@@ -94,11 +94,17 @@ def json_object(value: Any, where: str) -> dict[str, Any]:
 
 
 def text(value: Any, where: str) -> str | None:
-    """Text, or ``None``; a list of text parts (as some servers send) is joined."""
+    """Text, or ``None``; a list of parts (as some servers send) is its text parts joined.
+
+    Mistral puts ``thinking`` parts (a list of their own) before the text parts, in an answer and in a stream's
+    deltas (tests/contract/fixtures/chat_completions/mistral_thinking_and_text_content_parts.json): they are
+    left out, as the reasoning of every Chat Completions answer is."""
     if value is None or isinstance(value, str):
         return value
-    if isinstance(value, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in value):
-        return "".join(p["text"] for p in value)
+    if isinstance(value, list) and all(isinstance(p, dict) for p in value):
+        parts = [p for p in value if p.get("type") != "thinking"]
+        if all(isinstance(p.get("text"), str) for p in parts):
+            return "".join(p["text"] for p in parts)
     raise invalid(f"{where} is not text")
 
 

@@ -49,6 +49,9 @@ ARGUMENTS_PIECE = 5
 # small prompts of tests need a smaller one to show anything), over the prompts of the last PROMPTS_KEPT requests.
 CACHE_BLOCK = 16
 PROMPTS_KEPT = 32
+# Azure OpenAI's v1 surface: ``https://<resource>.openai.azure.com/openai/v1/`` takes the OpenAI API's paths and
+# bodies, the deployment's name as the model (Microsoft Learn, "Azure OpenAI API version lifecycle", v1 API).
+AZURE_V1 = "/openai/v1/"
 # What a reasoning model spends on reasoning per answer, unless the reply says otherwise.
 REASONING_TOKENS = 24
 
@@ -122,6 +125,8 @@ class ChatBackend:
         self.model_name = model_name or getattr(responder, "model_name", None) or "scripted-model"
         self.require_auth = require_auth
         self.issued = Issued()
+        self.paths: deque[str] = deque(maxlen=PROMPTS_KEPT)
+        """The paths (with their query strings) of the latest requests, oldest first."""
         self.thinking = IssuedThinking()
         self.prompt_cache = anthropic_shape.PromptCache()
         self._prompts: deque[str] = deque(maxlen=PROMPTS_KEPT)
@@ -130,8 +135,12 @@ class ChatBackend:
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> HandlerResult:
         """Answer one HTTP request; the body is bytes, or an iterator of SSE bytes when streaming."""
         lowered = {key.lower(): value for key, value in headers.items()}
+        self.paths.append(path)
         route = path.split("?", 1)[0].rstrip("/")
-        if route.startswith("/v1/"):
+        azure = route.startswith(AZURE_V1)
+        if azure:
+            route = route[len(AZURE_V1) - 1 :]
+        elif route.startswith("/v1/"):
             route = route[3:]
         method = method.upper()
 
@@ -140,7 +149,8 @@ class ChatBackend:
             if self.require_auth and not (lowered.get("x-api-key", "").strip() or self._authorised(lowered)):
                 return _anthropic_error(401, NO_ANTHROPIC_KEY_MESSAGE)
             return self._messages(body, lowered)
-        if self.require_auth and not self._authorised(lowered):
+        # Azure's v1 surface also takes the key as ``api-key`` (the header ``openai.AzureOpenAI`` sends).
+        if self.require_auth and not (self._authorised(lowered) or (azure and lowered.get("api-key", "").strip())):
             return _error(401, NO_KEY_MESSAGE)
         if route == "/chat/completions" and method == "POST":
             return self._chat(body)

@@ -13,8 +13,10 @@ Where each rule's text was observed (the API's answers quoted in public threads)
 - more than four cache points: "A maximum of 4 blocks with cache_control may be provided. Found 5."
   (tghamm/Anthropic.SDK #50, continuedev/continue PR #6937);
 - thinking: see ``_check_thinking`` and ``_check_unmodified``;
-- the field names and types (``KNOWN_PARAMS``, ``BLOCK_KEYS``) and the roles rule: the Messages API reference as
-  the ``anthropic`` SDK types it (``MessageCreateParams``), worded as the API words validation errors.
+- the field names and types (``KNOWN_PARAMS``, ``BLOCK_KEYS``) and the roles: the Messages API reference as the
+  ``anthropic`` SDK types it (``MessageCreateParams``), worded as the API words validation errors;
+- consecutive turns of one role are not refused but combined into one, then checked ("Consecutive `user` or
+  `assistant` turns in your request will be combined into a single turn", the SDK's documentation of ``messages``).
 """
 
 from __future__ import annotations
@@ -150,7 +152,7 @@ def validate_messages_request(
     names = validate_tools(body.get("tools"), errors)
     validate_tool_choice(body.get("tool_choice"), names, errors)
     validate_thinking(body, errors)
-    validate_output_config(body.get("output_config"), errors)
+    validate_output_config(body.get("output_config"), errors, body.get("model"))
     _validate_messages(body, issued, errors)
     points = _cache_points(body)
     if points > MAX_CACHE_POINTS:
@@ -161,6 +163,28 @@ def validate_messages_request(
 # --- messages ---------------------------------------------------------------------------------------
 
 
+def _combined(messages: list[Any]) -> list[Any]:
+    """The messages as the API reads them: consecutive turns of one role combined into one turn, their content
+    blocks in order (a text content is one text block). Messages that are not valid turns stay as they are."""
+    turns: list[Any] = []
+    for message in messages:
+        before = turns[-1] if turns else None
+        role = message.get("role") if isinstance(message, Mapping) else None
+        if role in ("user", "assistant") and isinstance(before, Mapping) and before.get("role") == role:
+            first, then = _as_blocks(before.get("content")), _as_blocks(message.get("content"))
+            if first is not None and then is not None:
+                turns[-1] = {**before, "content": first + then}
+                continue
+        turns.append(message)
+    return turns
+
+
+def _as_blocks(content: Any) -> list[Any] | None:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content) if isinstance(content, list) else None
+
+
 def _validate_messages(body: Mapping[str, Any], issued: IssuedThinking, errors: list[str]) -> None:
     messages = body.get("messages")
     if messages is None:
@@ -169,11 +193,11 @@ def _validate_messages(body: Mapping[str, Any], issued: IssuedThinking, errors: 
     if not isinstance(messages, list):
         errors.append("messages: Input should be a valid list")
         return
+    messages = _combined(messages)
     thinking = thinking_enabled(body)
     latest = max((n for n, m in enumerate(messages) if isinstance(m, Mapping) and m.get("role") == "assistant"),
                  default=None)  # fmt: skip
     previous_calls: list[str] = []  # the tool_use ids of the assistant message just before, not answered yet
-    previous_role: object = None
     for n, message in enumerate(messages):
         path = f"messages.{n}"
         if not isinstance(message, Mapping):
@@ -186,9 +210,6 @@ def _validate_messages(body: Mapping[str, Any], issued: IssuedThinking, errors: 
             continue
         # No rule that the first message is the user's: claude-sonnet-4-5 answered a conversation that began with
         # the assistant (tests/contract/fixtures/anthropic/first_message_from_the_assistant.json).
-        if role == previous_role:
-            errors.append(f'messages: roles must alternate between "user" and "assistant", but found multiple '
-                          f'"{role}" roles in a row')  # fmt: skip
         blocks = _blocks(path, message.get("content"), USER_BLOCKS if role == "user" else ASSISTANT_BLOCKS, errors)
         if role == "user":
             _check_results(path, blocks, previous_calls, errors)
@@ -198,7 +219,6 @@ def _validate_messages(body: Mapping[str, Any], issued: IssuedThinking, errors: 
             _check_thinking(path, blocks, issued, thinking, errors)
             if n == latest:
                 _check_unmodified(path, blocks, issued, errors)
-        previous_role = role
     if previous_calls and messages and isinstance(messages[-1], Mapping) and messages[-1].get("role") == "assistant":
         # A final assistant message is a prefill: its tool calls cannot be answered in it.
         errors.append(f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` blocks "

@@ -152,15 +152,28 @@ def validate_thinking(body: Mapping[str, Any], errors: list[str]) -> None:
         errors.append("Thinking may not be enabled when tool_choice forces tool use.")
 
 
-def validate_output_config(config: object, errors: list[str]) -> None:
+# The effort levels of the models known to take fewer than all five. ``xhigh`` came with claude-opus-4-7 (coder/coder
+# PR #24439); claude-opus-4-6 refused it as "This model does not support effort level 'xhigh'. Supported levels:
+# high, low, max, medium." (pydantic/pydantic-ai's cassette test_anthropic_explicit_effort_xhigh_unsupported_model_
+# errors), and claude-sonnet-4-6 with it, both taking ``max`` (SkillfulAgents/SuperAgent PR #1142, checked live).
+EFFORT_LEVELS = {
+    "claude-opus-4-6": ("high", "low", "max", "medium"),
+    "claude-sonnet-4-6": ("high", "low", "max", "medium"),
+}
+
+
+def validate_output_config(config: object, errors: list[str], model: object = None) -> None:
     if config is None:
         return
     if not isinstance(config, Mapping):
         errors.append("output_config: Input should be a valid dictionary")
         return
     errors.extend(extra(f"output_config.{key}") for key in config if key not in ("effort", "format"))
-    if config.get("effort") not in (None, "low", "medium", "high", "xhigh", "max"):
+    effort = config.get("effort")
+    if effort not in (None, "low", "medium", "high", "xhigh", "max"):
         errors.append("output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
+    elif effort is not None and (levels := _effort_levels(model)) is not None and effort not in levels:
+        errors.append(f"This model does not support effort level '{effort}'. Supported levels: {', '.join(levels)}.")
     fmt = config.get("format")
     if fmt is None:
         return
@@ -202,3 +215,11 @@ def _open_objects(schema: object) -> list[str]:
         if key in schema:
             found.extend(_open_objects(schema[key]))
     return found
+
+
+def _effort_levels(model: object) -> tuple[str, ...] | None:
+    """The effort levels ``model`` (or a dated snapshot of it) takes, when it is known to take fewer than all."""
+    if not isinstance(model, str):
+        return None
+    return next((levels for name, levels in EFFORT_LEVELS.items() if model == name or model.startswith(f"{name}-")),
+                None)  # fmt: skip

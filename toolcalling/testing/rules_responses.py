@@ -8,7 +8,8 @@ Where each rule's text was observed (the API's answers quoted in public threads)
 - reasoning pairing, both directions: see ``_check_pairing`` (continuedev/continue #8933, vercel/ai #7099,
   TanStack/ai #1212, omnigent-ai/omnigent #5066, laravel/ai PR #1052);
 - a reasoning item without encrypted content under ``store: false``: "Item with id 'rs_…' not found. Items are
-  not persisted when `store` is set to false. …" (earendil-works/pi #5059, can1357/oh-my-pi #41);
+  not persisted when `store` is set to false. …" (earendil-works/pi #5059, can1357/oh-my-pi #41; on Azure
+  OpenAI, openclaw/openclaw #21782);
 - encrypted content that is not what the server issued: "The encrypted content for item rs_… could not be
   verified." (smallmain/vscode-unify-chat-provider #178; openai/codex #8145 for the older wording);
 - a call output with no call before it: "No tool call found for function call output with call_id …."
