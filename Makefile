@@ -9,7 +9,7 @@ PY = $(VENV)/bin/python
 PY_FULL ?= $(PY)
 PY_DB ?= $(PY)
 
-.PHONY: setup system-packages demo react-example eval test test-matrix lint docs mutation
+.PHONY: setup setup313 system-packages demo react-example eval test test-matrix lint docs mutation
 
 # Reinstall only when the requirements or the package metadata change.
 $(VENV)/.installed: requirements/dev.txt requirements/base.txt requirements/anthropic.txt requirements/docs.txt requirements/frontends.txt requirements/tasks.txt pyproject.toml
@@ -19,6 +19,19 @@ $(VENV)/.installed: requirements/dev.txt requirements/base.txt requirements/anth
 	touch $@
 
 setup: $(VENV)/.installed
+
+# The second line the suite runs on: Python 3.13 with the newest Django and DRF (requirements/base.txt pins Django by
+# interpreter: 5.2 LTS on 3.11, 6.1 on 3.12 and later). pyenv's 3.13 unless PYTHON313 names another interpreter.
+PYTHON313 ?= $(shell pyenv root 2>/dev/null || echo $$HOME/.pyenv)/versions/3.13.0/bin/python
+VENV313 ?= .venv313
+PY313 = $(VENV313)/bin/python
+$(VENV313)/.installed: requirements/dev.txt requirements/base.txt requirements/anthropic.txt requirements/docs.txt requirements/frontends.txt requirements/evals.txt requirements/mysql.txt pyproject.toml | system-packages
+	$(PYTHON313) -m venv $(VENV313)
+	$(PY313) -m pip install --quiet --upgrade pip
+	$(PY313) -m pip install --quiet -r requirements/dev.txt -r requirements/docs.txt -r requirements/mysql.txt -e .
+	touch $@
+
+setup313: $(VENV313)/.installed
 
 # Without REDIS_URL approved tool calls run in the web process (eager Celery); with it a worker runs them,
 # and the trap stops that worker when the server exits. The demo's passwords are public, so it listens on

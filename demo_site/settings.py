@@ -4,6 +4,8 @@ import os
 from importlib.util import find_spec
 from pathlib import Path
 
+import django
+
 from demo_site import languages
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -94,7 +96,11 @@ MEDIA_ROOT = VAR_DIR / "media"  # the default storage: attachments users send
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
-EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+# Approval notices go to the console. Django 6.1 configures mail in MAILERS and deprecates EMAIL_BACKEND.
+if django.VERSION >= (6, 1):
+    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

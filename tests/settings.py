@@ -183,7 +183,12 @@ if os.environ.get("TOOLCALLING_CHAOS_STALE_AFTER"):
     TOOLCALLING["STALE_TURN_TIMEOUT"] = int(os.environ["TOOLCALLING_CHAOS_STALE_AFTER"])
     TOOLCALLING["APPROVAL_RUN_TIMEOUT"] = int(os.environ["TOOLCALLING_CHAOS_STALE_AFTER"])
 
-# The MCP stdio tests start the command with approval e-mails on the console backend, as the demo site has
-# them, to see that none of it reaches the protocol's stdout (tests/testapp/apps.py connects the receiver).
-if os.environ.get("TOOLCALLING_TEST_CONSOLE_MAIL"):
+# Mail as a new site configures it: MAILERS from Django 6.1 on (its startproject writes it; EMAIL_BACKEND is
+# deprecated there), EMAIL_BACKEND before. The test runner keeps either in memory. The MCP stdio tests start the
+# command with approval e-mails on the console backend, as the demo site has them, to see that none of it reaches
+# the protocol's stdout (tests/testapp/apps.py connects the receiver).
+console_mail = bool(os.environ.get("TOOLCALLING_TEST_CONSOLE_MAIL"))
+if django.VERSION >= (6, 1):
+    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"} if console_mail else {}}
+elif console_mail:
     EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"

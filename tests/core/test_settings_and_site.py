@@ -47,7 +47,8 @@ def test_bad_settings_are_errors(value, fragment):
 
 
 def test_system_checks_pass_for_the_test_site():
-    call_command("check", "--fail-level", "WARNING")
+    # Without the database checks (this test has no database): Django 6.1's check runs them on every database.
+    call_command("check", "--fail-level", "WARNING", databases=[])
 
 
 def test_migrations_are_complete(db):

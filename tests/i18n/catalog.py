@@ -11,9 +11,11 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from html.parser import HTMLParser
 from pathlib import Path
 
+import django.contrib.admin
 import polib
 
 import toolcalling
@@ -49,10 +51,26 @@ class English:
         return bool(self.pattern.search(unit))
 
 
+@cache
+def django_admin_untranslated(language: str) -> set[str]:
+    """The English strings of Django's own admin that its catalog leaves untranslated in ``language``: the admin
+    shows them in English (Django 6.1's "Run" button has no German yet), so a page that shows one may be showing
+    Django's, not the app's."""
+    admin_locale = Path(django.contrib.admin.__file__).parent / "locale"
+    english = {entry.msgid for entry in polib.pofile(str(admin_locale / "en" / "LC_MESSAGES" / "django.po"))}
+    po = admin_locale / language / "LC_MESSAGES" / "django.po"
+    translated = {entry.msgid for entry in polib.pofile(str(po)) if entry.translated()} if po.exists() else set()
+    return english - translated
+
+
 def english_strings(language: str) -> list[English]:
-    """Every msgid (and plural) of the app whose translation into ``language`` differs from it."""
+    """Every msgid (and plural) of the app whose translation into ``language`` differs from it, less the ones
+    Django's admin itself shows untranslated."""
     found = []
+    django_shows = django_admin_untranslated(language)
     for entry in catalog(language):
+        if entry.msgid in django_shows:
+            continue
         translations = list(entry.msgstr_plural.values()) if entry.msgid_plural else [entry.msgstr]
         for text in filter(None, (entry.msgid, entry.msgid_plural)):
             if any(_same(text, t) for t in translations):

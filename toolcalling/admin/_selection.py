@@ -16,7 +16,10 @@ class CheckedSelectionAdmin(admin.ModelAdmin):
     """A ``ModelAdmin`` whose actions run only when every selected id is one its primary key can hold. Django's
     own lets the action's query raise (``"1.5"`` is no integer, ``"x"`` no UUID), which is a 500."""
 
-    def response_action(self, request: HttpRequest, queryset: QuerySet[Any], *args: Any) -> HttpResponse | None:
+    # Django 6.1 passes ``action_location`` (the change list or the change form) by keyword.
+    def response_action(
+        self, request: HttpRequest, queryset: QuerySet[Any], *args: Any, **kwargs: Any
+    ) -> HttpResponse | None:
         key = self.model._meta.pk
         try:
             for value in request.POST.getlist(helpers.ACTION_CHECKBOX_NAME):
@@ -25,4 +28,4 @@ class CheckedSelectionAdmin(admin.ModelAdmin):
             text = _("No action was run: the selection names items this list does not have.")
             self.message_user(request, text, messages.WARNING)
             return None  # the change list answers a redirect back to itself, as for an empty selection
-        return super().response_action(request, queryset, *args)
+        return super().response_action(request, queryset, *args, **kwargs)

@@ -7,6 +7,8 @@ from contextlib import ExitStack
 from functools import partial
 from typing import Any
 
+from django.conf import settings
+from django.core import mail
 from django.test.utils import override_settings
 from pydantic_evals.reporting import EvaluationReport
 
@@ -15,6 +17,20 @@ from ._cases import EvalInputs, Transcript
 from ._datasets import EvalDataset
 from ._outcomes import RunSummary, summarise
 from ._running import assistant_overrides, run_case
+
+LOCMEM = "django.core.mail.backends.locmem.EmailBackend"
+
+
+def mail_in_memory() -> override_settings:
+    """Every mailer of the site sends to ``django.core.mail.outbox``, as Django's test runner arranges it.
+
+    From Django 6.1 on, mail goes through ``MAILERS`` (``EMAIL_BACKEND`` is deprecated and ignored when a site has
+    ``MAILERS``): each of the site's aliases, or ``default`` on a site that has not moved yet. Before 6.1 there is
+    only ``EMAIL_BACKEND``."""
+    if hasattr(mail, "mailers"):
+        aliases = settings.MAILERS if hasattr(settings, "MAILERS") else ["default"]
+        return override_settings(MAILERS={alias: {"BACKEND": LOCMEM} for alias in aliases})
+    return override_settings(EMAIL_BACKEND=LOCMEM)
 
 
 def evaluate(
@@ -35,7 +51,7 @@ def evaluate(
     if unnamed:
         raise ImproperlyDefined(f"The cases {', '.join(unnamed)} name no assistant: give one in each or --assistant.")
     with ExitStack() as stack:
-        stack.enter_context(override_settings(EMAIL_BACKEND="django.core.mail.backends.locmem.EmailBackend"))
+        stack.enter_context(mail_in_memory())
         if model is not None or api is not None:
             named = {case.inputs.assistant or assistant_id for case in dataset.cases}
             for chosen in sorted(n for n in named if n):
