@@ -3,17 +3,19 @@
 
 VENV ?= .venv
 PY = $(VENV)/bin/python
-# The interpreters of make test's passes: the full pass, and the database passes (PostgreSQL, MariaDB; their
-# interpreter needs mysqlclient, which the target below installs into $(VENV)). Both are the project's virtualenv
-# unless told otherwise, e.g. `make test PY_FULL=/path/to/other/venv/bin/python`.
-PY_FULL ?= $(PY)
+# The interpreter of the project's virtualenv (Python 3.11 or later; PYTHON=python3.12 picks another).
+PYTHON ?= python3
+# The interpreters of make test's passes: the full pass on Python 3.13 with the newest Django and DRF ($(VENV313),
+# below), the database passes (PostgreSQL, MariaDB) on the project's virtualenv: Python 3.11 with Django 5.2 LTS.
+# `make test PY_FULL=/path/to/other/venv/bin/python` runs the full pass elsewhere.
+PY_FULL ?= $(PY313)
 PY_DB ?= $(PY)
 
 .PHONY: setup setup313 system-packages demo react-example eval test test-matrix lint docs mutation
 
 # Reinstall only when the requirements or the package metadata change.
 $(VENV)/.installed: requirements/dev.txt requirements/base.txt requirements/anthropic.txt requirements/docs.txt requirements/frontends.txt requirements/tasks.txt pyproject.toml
-	python3 -m venv $(VENV)
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements/dev.txt -r requirements/docs.txt -e .
 	touch $@
@@ -25,7 +27,7 @@ setup: $(VENV)/.installed
 PYTHON313 ?= $(shell pyenv root 2>/dev/null || echo $$HOME/.pyenv)/versions/3.13.0/bin/python
 VENV313 ?= .venv313
 PY313 = $(VENV313)/bin/python
-$(VENV313)/.installed: requirements/dev.txt requirements/base.txt requirements/anthropic.txt requirements/docs.txt requirements/frontends.txt requirements/evals.txt requirements/mysql.txt pyproject.toml | system-packages
+$(VENV313)/.installed: requirements/dev.txt requirements/base.txt requirements/anthropic.txt requirements/docs.txt requirements/frontends.txt requirements/evals.txt requirements/tasks.txt requirements/mysql.txt pyproject.toml | system-packages
 	$(PYTHON313) -m venv $(VENV313)
 	$(PY313) -m pip install --quiet --upgrade pip
 	$(PY313) -m pip install --quiet -r requirements/dev.txt -r requirements/docs.txt -r requirements/mysql.txt -e .
@@ -97,7 +99,7 @@ $(FRONTEND_JS)/node_modules/.package-lock.json: $(FRONTEND_JS)/package-lock.json
 
 # What the passes need first: the set-up, the lint and the docs build, the services' packages, mysqlclient and the
 # AI SDK package the frontend tests run in node.
-TEST_NEEDS = setup system-packages lint docs $(VENV)/.mysqlclient $(FRONTEND_JS)/node_modules/.package-lock.json
+TEST_NEEDS = setup setup313 system-packages lint docs $(VENV)/.mysqlclient $(FRONTEND_JS)/node_modules/.package-lock.json
 # The passes: a database, a model API and, for the streaming and approval groups, a server. Tests marked each_api run
 # on all three APIs in every pass, tests marked chat_completions (written for its bodies) on that API. The PostgreSQL
 # pass runs the streaming and approval groups under ASGI (uvicorn, Django's ASGI handler), the others under WSGI.
@@ -105,8 +107,8 @@ SQLITE_PASS = TOOLCALLING_TEST_API=chat_completions
 POSTGRESQL_PASS = TOOLCALLING_TEST_DATABASE=postgresql TOOLCALLING_TEST_API=responses TOOLCALLING_TEST_SERVER=asgi
 MARIADB_PASS = TOOLCALLING_TEST_DATABASE=mariadb TOOLCALLING_TEST_API=anthropic
 
-# Each test where it can fail: the whole suite once, on SQLite with Chat Completions under WSGI; then the tests that
-# can depend on the database (marked database by the rules in tests/passes.py: the storage, approval, streaming,
+# Each test where it can fail: the whole suite once, on Python 3.13 with the newest Django and on SQLite with Chat
+# Completions under WSGI; then, on Python 3.11 with Django 5.2 LTS, the tests that can depend on the database (marked database by the rules in tests/passes.py: the storage, approval, streaming,
 # races, limits and integrity groups, real transactions, live servers, workers, SQL semantics, and the histories
 # replayed on each API) on PostgreSQL with the Responses API under ASGI, and on MariaDB with Anthropic's. What cannot
 # depend on the database (packaging, the docs build, schemathesis: marked once) runs in the full pass only. The
