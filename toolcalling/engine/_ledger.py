@@ -103,11 +103,22 @@ class Ledger:
         # A conversation claimed before it is stored (``claim_later``), with its opening message: the turn's
         # first write inserts both, in its own transaction.
         self.unsaved: Message | None = None
+        # The fence's querysets for the claim ``token`` (see ``_held``), each built once: every write updates
+        # through one.
+        self._fences: dict[tuple[uuid.UUID | None, bool], QuerySet[Conversation]] = {}
 
-    def _held(self) -> QuerySet[Conversation]:
-        """The conversation's row while this turn holds its claim (a queryset on the write database)."""
-        held = {"pk": self.conversation.pk, "turn_token": self.token, "status": RUNNING}
-        return Conversation.objects.using(self.db).filter(**held)
+    def _held(self, *, unstopped: bool = False) -> QuerySet[Conversation]:
+        """The conversation's row while this turn holds its claim (a queryset on the write database); with
+        ``unstopped``, only while no stop was asked for too. Built once per claim and reused: ``update()`` and
+        ``values_list()`` work on a copy, and building the filter is much of what a fenced write costs."""
+        key = (self.token, unstopped)
+        held = self._fences.get(key)
+        if held is None:
+            conditions = {"pk": self.conversation.pk, "turn_token": self.token, "status": RUNNING}
+            if unstopped:
+                conditions["stop_requested_at"] = None
+            held = self._fences[key] = Conversation.objects.using(self.db).filter(**conditions)
+        return held
 
     @contextmanager
     def write(
@@ -145,11 +156,10 @@ class Ledger:
         with transaction.atomic(using=self.db):
             if not durable and ending is None:
                 relax_durability(self.db)
-            held = self._held()
             if inserted:
                 self._insert(usage, cost, ending, error)
-            elif self.stop_requested or not held.filter(stop_requested_at=None).update(**values):
-                if not held.update(**values):
+            elif self.stop_requested or not self._held(unstopped=True).update(**values):
+                if not self._held().update(**values):
                     logger.warning("a write of a turn of conversation %s was refused: the turn lost its claim",
                                    self.conversation.pk)  # fmt: skip
                     raise TurnInterrupted(status=self._status_now())
