@@ -147,7 +147,8 @@ class Ledger:
         """
         values: dict[str, Any] = {"updated_at": timezone.now()}
         if usage is not None and adds_to_totals(usage):
-            values.update({name: F(name) + getattr(usage, name) for name in TOKENS})
+            # Only the counts there are: each ``F()`` increment is resolved and compiled twice, and adds nothing at 0.
+            values.update({name: F(name) + amount for name in TOKENS if (amount := getattr(usage, name))})
             values.update(cost_increments(cost))
         if ending is not None:
             values.update(status=ending, error=storable(error), turn_token=None, stop_requested_at=None)
