@@ -33,7 +33,7 @@ FIRST_TURN = [
     "BEGIN",
     "UPDATE conversation",  # fence, tokens and the turn's end in one
     "INSERT message",  # the final answer
-    "UPDATE usagecounter",  # the rows locked in id order by its own subquery
+    "UPDATE usagecounter",  # the rows locked in id order by its own subquery, where the database locks rows
     "COMMIT",
 ]
 

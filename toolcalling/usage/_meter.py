@@ -199,17 +199,24 @@ class Meter:
         """
         ids = self.row_ids(now)
         increments = counts.increments()
-        if not reserve and increments and connections[counters().db].features.update_can_self_select:
-            # One statement: the rows locked in the order of their ids by its subquery, then added to.
-            in_order = counters().select_for_update().filter(pk__in=ids).order_by("pk").values("pk")
-            if counters().filter(pk__in=in_order).update(updated_at=now, **increments) == len(ids):
+        table = counters()
+        features = connections[table.db].features
+        if not reserve and increments and features.update_can_self_select:
+            # One statement: the rows locked in the order of their ids by its subquery, then added to. A database
+            # without row locks (SQLite: the transaction holds the whole database) needs no order.
+            if features.has_select_for_update:
+                in_order = table.select_for_update().filter(pk__in=ids).order_by("pk").values("pk")
+                added = table.filter(pk__in=in_order).update(updated_at=now, **increments)
+            else:
+                added = table.filter(pk__in=ids).update(updated_at=now, **increments)
+            if added == len(ids):
                 return
             # A remembered row is gone (a flushed database): the rows that were there are counted; make the rest.
             there = lock_counters(ids)
             rows = list(dict.fromkeys(counted.row(now) for counted in self.counted))  # in ``row_ids``' order
             fresh = self.row_ids(now, fresh=True)
             missing = [pk for pk, row in zip(fresh, rows, strict=True) if row not in there]
-            counters().filter(pk__in=missing).update(updated_at=now, **increments)
+            table.filter(pk__in=missing).update(updated_at=now, **increments)
             return
         found = lock_counters(ids)
         if len(found) < len(ids):  # a remembered row is gone (a flushed database): make the rows again
