@@ -9,8 +9,9 @@ a late write and a takeover one after the other. That update also reports a stop
 and each write stores the usage the turn counted. A call is answered at most once: answers are conditional
 updates of the call's status (``_writes``), and the database refuses a second tool message for one call id.
 
-All of it is the ORM's ``update()`` with ``F()`` increments, on the alias the site's router gives for writes;
-what decides a write (the fence, the call ids already taken, the usage rows) is read there too.
+All of it is the ORM's ``update()`` with increments the database adds (``usage.Increment``; ``F()`` for money),
+on the alias the site's router gives for writes; what decides a write (the fence, the call ids already taken, the
+usage rows) is read there too.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from decimal import Decimal
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from django.db import DatabaseError, router, transaction
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -33,7 +34,7 @@ from ..exceptions import TurnInterrupted
 from ..model_apis import ModelReply, ModelRequest, Usage
 from ..models import Attachment, Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json, unique_call_ids
-from ..usage import UNPRICED, Cost, Meter, Pricing, add_cost, cost_increments
+from ..usage import UNPRICED, Cost, Increment, Meter, Pricing, add_cost, cost_increments
 from ..usage import Usage as Counts
 from ._memory import estimated_usage
 from ._writes import (
@@ -147,8 +148,8 @@ class Ledger:
         """
         values: dict[str, Any] = {"updated_at": timezone.now()}
         if usage is not None and adds_to_totals(usage):
-            # Only the counts there are: each ``F()`` increment is resolved and compiled twice, and adds nothing at 0.
-            values.update({name: F(name) + amount for name in TOKENS if (amount := getattr(usage, name))})
+            # Only the counts there are: an increment of 0 adds nothing but its compiling.
+            values.update({name: Increment(name, amount) for name in TOKENS if (amount := getattr(usage, name))})
             values.update(cost_increments(cost))
         if ending is not None:
             values.update(status=ending, error=storable(error), turn_token=None, stop_requested_at=None)
