@@ -125,19 +125,22 @@ def claim(
 
     Returns the winner's token (``None`` for the losers). With ``stale_after`` (seconds), a turn that has
     been ``running`` without any write for that long (its process died, or hangs) may be taken over too.
-    ``title`` names a conversation that has no title yet, in the same statement.
+    ``title`` names a conversation that has no title yet, in the same statement; one this process read with a
+    title is named already, and its title is left as the row has it.
     """
     token = uuid.uuid4()
     values: dict[str, Any] = {"status": RUNNING, "error": "", "turn_token": token, "updated_at": timezone.now()}
     values["stop_requested_at"] = None  # a turn taken over may have been asked to stop; this one was not
-    if title is not None:  # unless someone named it meanwhile: decided by the row, not by what this process read
+    if title is not None and not conversation.title:
+        # Unless someone named it meanwhile: decided by the row, not by what this process read.
         values["title"] = Case(When(title="", then=Value(storable(title)[:200])), default=F("title"))
     statuses = list(from_statuses)
-    this = Conversation.objects.using(write_db(conversation)).filter(pk=conversation.pk)
-    updated = statuses and this.filter(status__in=statuses).update(**values)
+    conversations = Conversation.objects.using(write_db(conversation))
+    updated = statuses and conversations.filter(pk=conversation.pk, status__in=statuses).update(**values)
     if not updated and stale_after is not None:
         cutoff = timezone.now() - datetime.timedelta(seconds=stale_after)
-        updated = this.filter(status=RUNNING, updated_at__lt=cutoff).update(**values)
+        stale = conversations.filter(pk=conversation.pk, status=RUNNING, updated_at__lt=cutoff)
+        updated = stale.update(**values)
     if not updated:
         return None
     conversation.status, conversation.error, conversation.turn_token = RUNNING, "", token
