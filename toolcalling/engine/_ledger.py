@@ -44,6 +44,7 @@ from ._writes import (
     answer_call_if,
     close_open_calls,
     relax_durability,
+    save_together,
     update_call_if,
     with_retries,
     write_db,
@@ -261,7 +262,8 @@ class Ledger:
 
         ``data`` is the structured output parsed from the answer, when the turn asked for one. Call ids are
         made safe here: a missing, overlong or repeated id gets a new one, so each call pairs with one answer.
-        Each message and call is saved (not bulk-created), so a site's ``post_save`` receivers see it.
+        The message is saved, then its calls together (``save_together``: one ``INSERT`` for several), and a
+        site's ``pre_save`` and ``post_save`` receivers hear of each.
         """
         usage = reply.usage
         cost = self.cost(reply)
@@ -286,8 +288,8 @@ class Ledger:
             calls: list[ToolCall] = []
             if reply.tool_calls:
                 ids = unique_call_ids([call.id for call in reply.tool_calls], self._taken_call_ids(reply))
-                for index, (requested, call_id) in enumerate(zip(reply.tool_calls, ids, strict=True)):
-                    call = ToolCall(
+                calls = [
+                    ToolCall(
                         conversation=self.conversation,
                         message=message,
                         index=index,
@@ -296,8 +298,9 @@ class Ledger:
                         raw_arguments=storable(requested.arguments),
                         status=ToolCall.Status.RUNNING,
                     )
-                    call.save()
-                    calls.append(call)
+                    for index, (requested, call_id) in enumerate(zip(reply.tool_calls, ids, strict=True))
+                ]
+                save_together(calls)
         if self.call_ids is not None:
             self.call_ids.update(call.call_id for call in calls)
         message._prefetched_objects_cache = {"tool_calls": calls}  # type: ignore[attr-defined]

@@ -13,12 +13,12 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from django.db import DatabaseError, connections, router, transaction
 from django.db.models import Case, F, Model, Value, When
-from django.db.models.signals import post_save
+from django.db.models.signals import post_save, pre_save
 from django.utils import timezone
 
 from ..models import Conversation, Message, ToolCall
@@ -98,6 +98,30 @@ def send_post_save(instance: Model, update_fields: Iterable[str], using: str) ->
         raw=False,
         using=using,
     )
+
+
+def save_together(rows: Sequence[Model]) -> None:
+    """Store new rows of one model as ``save()`` stores each, in one ``INSERT`` where that can be done: on the
+    database the site's router gives for writes of each, with ``pre_save`` and ``post_save`` sent for each
+    (``created=True``), each row given its id. Several rows go in one statement when the router sends them all to
+    one database whose ``INSERT`` returns the new ids; otherwise (one row, or MySQL) each is saved by itself.
+
+    Receivers hear of the rows in their order, and all of them before the statement (``pre_save``, where a
+    receiver may still change a row) or after it (``post_save``), rather than one row at a time."""
+    if not rows:
+        return
+    model = type(rows[0])
+    databases = {router.db_for_write(model, instance=row) for row in rows}
+    using = databases.pop() if len(databases) == 1 else None
+    if len(rows) == 1 or using is None or not connections[using].features.can_return_rows_from_bulk_insert:
+        for row in rows:
+            row.save()
+        return
+    for row in rows:
+        pre_save.send(sender=model, instance=row, raw=False, using=using, update_fields=None)
+    model._base_manager.using(using).bulk_create(rows)
+    for row in rows:
+        post_save.send(sender=model, instance=row, created=True, update_fields=None, raw=False, using=using)
 
 
 def update_call_if(call: ToolCall, from_status: str | Iterable[str], /, **values: Any) -> bool:
