@@ -53,8 +53,7 @@ def attach(message: Message, attachments: Sequence[Attachment]) -> None:
     """Give the uploads to ``message`` (inside the transaction that stores it): a conditional update, so an
     upload a parallel message took meanwhile fails this one (``UnknownAttachment``, the message rolled back)."""
     if not attachments:  # it carries none: reading its files later (its history entry, its JSON) needs no query
-        cache = getattr(message, "_prefetched_objects_cache", None) or {}
-        message._prefetched_objects_cache = {**cache, "attachments": Attachment.objects.none()}  # type: ignore[attr-defined]
+        message.has_none("attachments")
         return
     conversation = message.conversation
     taken = Attachment.objects.filter(

@@ -32,7 +32,7 @@ from django.utils.translation import gettext as _
 from ..conf import toolcalling_settings
 from ..exceptions import TurnInterrupted
 from ..model_apis import ModelReply, ModelRequest, Usage
-from ..models import Attachment, Conversation, Message, ToolCall
+from ..models import Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json, unique_call_ids
 from ..usage import UNPRICED, Cost, Increment, Meter, Pricing, add_cost, cost_increments
 from ..usage import Usage as Counts
@@ -192,8 +192,7 @@ class Ledger:
         conv.status, conv.error, conv.turn_token = RUNNING, "", self.token
         conv.title = conv.title or storable(title)[:200]
         self.unsaved = Message(conversation=conv, role=Message.Role.USER, content=storable(content))
-        none = {"tool_calls": ToolCall.objects.none(), "attachments": Attachment.objects.none()}  # new: it has neither
-        self.unsaved._prefetched_objects_cache = none  # type: ignore[attr-defined]
+        self.unsaved.has_none("tool_calls", "attachments")  # new: it has neither
         return self.token, self.unsaved
 
     def _insert(self, usage: Usage | None, cost: Cost | None, ending: str | None, error: str) -> None:
