@@ -28,7 +28,9 @@ def sendable(
             _("A message may carry at most %(limit)d attachments.") % {"limit": limits["MAX_PER_MESSAGE"]},
             status=status,
         )
-    found = {str(a.pk): a for a in Attachment.objects.filter(pk__in=unique, user=user, message__isnull=True)}
+    # Most messages name no upload: no query is built for them.
+    named = Attachment.objects.filter(pk__in=unique, user=user, message__isnull=True) if unique else []
+    found = {str(a.pk): a for a in named}
     if len(found) != len(unique):
         raise UnknownAttachment(status=status)
     if sum(a.size for a in found.values()) + more_bytes > limits["MAX_BYTES_PER_REQUEST"]:
