@@ -9,9 +9,8 @@ a late write and a takeover one after the other. That update also reports a stop
 and each write stores the usage the turn counted. A call is answered at most once: answers are conditional
 updates of the call's status (``_writes``), and the database refuses a second tool message for one call id.
 
-All of it is the ORM's ``update()`` with increments the database adds (``usage.Increment``; ``F()`` for money),
-on the alias the site's router gives for writes; what decides a write (the fence, the call ids already taken, the
-usage rows) is read there too.
+All of it is the ORM's ``update()``, adding with ``usage.Increment``, on the alias the site's router gives for
+writes; what decides a write (the fence, the call ids already taken, the usage rows) is read there too.
 """
 
 from __future__ import annotations
@@ -99,28 +98,20 @@ class Ledger:
         self.stop_requested = False  # the owner asked the turn to stop, as its last write (or check) found
         self.db = write_db(conversation)  # where the turn's transactions open and its fence is read
         self.failed = False  # a write of this turn raised: the writes that end it carry nothing of it
-        # The call ids the conversation has, when this turn knows them all (it created the conversation): a
-        # new answer's ids are then checked here, not read again from the database. ``None``: read them.
+        # The conversation's call ids, when the turn knows them all (see ``Turn.start``): no query. ``None``: read them.
         self.call_ids: set[str] | None = None
-        # A conversation claimed before it is stored (``claim_later``), with its opening message: the turn's
-        # first write inserts both, in its own transaction.
+        # The opening message of a conversation claimed unstored (``claim_later``): the first write inserts both.
         self.unsaved: Message | None = None
-        # The fence's querysets for the claim ``token`` (see ``_held``), each built once: every write updates
-        # through one.
-        self._fences: dict[tuple[uuid.UUID | None, bool], QuerySet[Conversation]] = {}
+        self._fences: dict[tuple[uuid.UUID | None, bool], QuerySet[Conversation]] = {}  # see ``_held``
 
     def _held(self, *, unstopped: bool = False) -> QuerySet[Conversation]:
-        """The conversation's row while this turn holds its claim (a queryset on the write database); with
-        ``unstopped``, only while no stop was asked for too. Built once per claim and reused: ``update()`` and
-        ``values_list()`` work on a copy, and building the filter is much of what a fenced write costs."""
-        key = (self.token, unstopped)
-        held = self._fences.get(key)
-        if held is None:
-            conditions = {"pk": self.conversation.pk, "turn_token": self.token, "status": RUNNING}
-            if unstopped:
-                conditions["stop_requested_at"] = None
-            held = self._fences[key] = Conversation.objects.using(self.db).filter(**conditions)
-        return held
+        """The conversation's row while this turn holds its claim (and, ``unstopped``, no stop was asked for), on the
+        write database. Built once per claim: ``update()`` works on a copy, and building the filter costs most."""
+        if (self.token, unstopped) not in self._fences:
+            held = {"pk": self.conversation.pk, "turn_token": self.token, "status": RUNNING}
+            unasked = {"stop_requested_at": None} if unstopped else {}
+            self._fences[self.token, unstopped] = Conversation.objects.using(self.db).filter(**held, **unasked)
+        return self._fences[self.token, unstopped]
 
     @contextmanager
     def write(
@@ -149,7 +140,6 @@ class Ledger:
         """
         values: dict[str, Any] = {"updated_at": timezone.now()}
         if usage is not None and adds_to_totals(usage):
-            # Only the counts there are: an increment of 0 adds nothing but its compiling.
             values.update({name: Increment(name, amount) for name in TOKENS if (amount := getattr(usage, name))})
             values.update(cost_increments(cost))
         if ending is not None:
@@ -261,8 +251,7 @@ class Ledger:
 
         ``data`` is the structured output parsed from the answer, when the turn asked for one. Call ids are
         made safe here: a missing, overlong or repeated id gets a new one, so each call pairs with one answer.
-        The message is saved, then its calls together (``save_together``: one ``INSERT`` for several), and a
-        site's ``pre_save`` and ``post_save`` receivers hear of each.
+        The message is saved, then its calls together (``save_together``); a site's receivers hear of each.
         """
         usage = reply.usage
         cost = self.cost(reply)
@@ -284,22 +273,20 @@ class Ledger:
                 usage_unknown=not usage.known,
             )
             message.save()
-            calls: list[ToolCall] = []
-            if reply.tool_calls:
-                ids = unique_call_ids([call.id for call in reply.tool_calls], self._taken_call_ids(reply))
-                calls = [
-                    ToolCall(
-                        conversation=self.conversation,
-                        message=message,
-                        index=index,
-                        call_id=call_id,
-                        name=storable(requested.name)[:64],
-                        raw_arguments=storable(requested.arguments),
-                        status=ToolCall.Status.RUNNING,
-                    )
-                    for index, (requested, call_id) in enumerate(zip(reply.tool_calls, ids, strict=True))
-                ]
-                save_together(calls)
+            ids = unique_call_ids([call.id for call in reply.tool_calls], self._taken_call_ids(reply))
+            calls = [
+                ToolCall(
+                    conversation=self.conversation,
+                    message=message,
+                    index=index,
+                    call_id=call_id,
+                    name=storable(requested.name)[:64],
+                    raw_arguments=storable(requested.arguments),
+                    status=ToolCall.Status.RUNNING,
+                )
+                for index, (requested, call_id) in enumerate(zip(reply.tool_calls, ids, strict=True))
+            ]
+            save_together(calls)  # none, for a final answer
         if self.call_ids is not None:
             self.call_ids.update(call.call_id for call in calls)
         message._prefetched_objects_cache = {"tool_calls": calls}  # type: ignore[attr-defined]
