@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from django.db.models.sql.compiler import SQLCompiler
 
 from toolcalling import Assistant
 from toolcalling.api.message_json import messages_json
@@ -23,3 +24,23 @@ def test_the_built_once_serializer_shows_a_turn_as_a_new_one_does(model, alice):
     assert messages_json(messages)[1]["tool_calls"][0]["arguments"] == {"a": 2, "b": 3}  # the parameters' order
     assert messages_json(messages)[1]["cost"] is not None
     assert messages_json(messages) == messages_json(messages)  # nothing of one call stays in the serializer
+
+
+def test_a_turns_messages_are_shown_without_compiling_a_query(model, alice, monkeypatch):
+    """A message the turn stored knows it has no calls or no files: showing it neither queries nor compiles the
+    query that would find none."""
+    model.calls(("add", {"a": 2, "b": 3}))
+    model.reply("5")
+    result = Assistant.get("helper").run(alice, "2 + 3?")
+    compiled: list[str] = []
+    real = SQLCompiler.as_sql
+
+    def counting(self, *args, **kwargs):
+        compiled.append(self.query.model.__name__)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SQLCompiler, "as_sql", counting)
+    shown = messages_json(result.messages)
+    assert [m["role"] for m in shown] == ["user", "assistant", "tool", "assistant"]
+    assert [len(m["tool_calls"]) for m in shown] == [0, 1, 0, 0]
+    assert compiled == []

@@ -64,7 +64,8 @@ def test_each_api_sends_images_and_pdfs_as_its_own_parts_in_this_and_later_turns
         assert kinds.count(image_type) == 1 and kinds.count(document_type) == 1, first
         found = {p["type"]: part_bytes(p, model_api) for p in first if p["type"] in (image_type, document_type)}
         assert found == {image_type: files.PNG, document_type: files.PDF}
-    # The second question carries no files.
+    # The first question is sent once, with both files; the second carries none.
+    assert len(user_contents(model.requests[-1], model_api)) == 2
     assert [p["type"] for p in user_contents(model.requests[-1], model_api)[-1]] == ["text"]
     history = api.get(URL + f"conversations/{conversation['id']}/messages/").json()
     assert [len(m["attachments"]) for m in history] == [2, 0, 0, 0]

@@ -3,10 +3,12 @@ reaches storage."""
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db.models.sql.compiler import SQLCompiler
 from django.test import Client
 
 from tests.attachments import files
 from tests.attachments.conftest import URL, stored_files, upload
+from toolcalling.attachments import carried
 from toolcalling.models import Attachment
 
 
@@ -93,3 +95,17 @@ def test_an_upload_needs_a_file_and_a_user(api, db):
 
     assert upload(APIClient(), files.PNG).status_code in (401, 403)
     assert stored_files() == []
+
+
+def test_a_message_that_names_no_upload_builds_no_query_for_one(alice, monkeypatch):
+    """Most messages carry no file: what they carry is known without building, or compiling, a query."""
+    compiled: list[str] = []
+    real = SQLCompiler.as_sql
+
+    def counting(self, *args, **kwargs):
+        compiled.append(self.query.model.__name__)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SQLCompiler, "as_sql", counting)
+    assert carried(alice, [], []) == []
+    assert compiled == []

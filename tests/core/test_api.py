@@ -163,3 +163,15 @@ def test_text_beyond_three_utf8_bytes_a_character_is_stored_whole_on_every_datab
         == {"order_no": "7 🚚", "speed": "standard", "city": "𝔖pringfield"}
     )
     assert final["content"] == "Shipped 🚚 to 𝔖pringfield."
+
+
+def test_a_posted_message_reads_its_conversation_alone_the_user_is_the_requests(api, model, alice):
+    conversation = Conversation.objects.create(user=alice, assistant_id="helper", title="t")
+    model.reply("Hello.")
+    with CaptureQueriesContext(connection) as queries:
+        response = api.post(URL + f"conversations/{conversation.pk}/messages/", {"content": "Hi"}, format="json")
+    assert response.status_code == 201, response.content
+    reads = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT")]
+    first = next(sql for sql in reads if "toolcalling_conversation" in sql.split(" FROM ")[1])
+    assert "auth_user" not in first  # no join: the owner is the request's user, whom the filter names
+    assert not [sql for sql in reads if sql.split(" FROM ")[1].lstrip('"`').startswith("auth_user")]

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from django.db import connections
+from django.db import connection, connections
+from django.db.models.signals import pre_save
+from django.test.utils import CaptureQueriesContext
 
 from tests.model_signals import Seen, created, listening
+from toolcalling import Assistant
 from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.testing import Reply
 
@@ -59,3 +62,38 @@ def test_a_turn_refused_by_its_fence_is_heard_of_only_for_what_it_wrote(api, mod
     [message] = Message.objects.filter(conversation=conversation)
     assert message.role == "user"
     assert seen == [Seen("Message", message.pk, True, None, "")]
+
+
+@pytest.mark.django_db(transaction=True)  # real transactions: where each receiver is told, and the statements
+def test_an_answers_calls_are_stored_in_one_insert_and_each_heard_of_before_and_after_it(model, seen, alice):
+    """Several calls of one answer are one ``INSERT``; a site's ``pre_save`` and ``post_save`` receivers hear of
+    each call as if it had been saved by itself, inside the transaction that stores the answer."""
+    before: list[tuple[str, bool, str]] = []
+
+    def told_before(sender: type, instance: ToolCall, raw: bool, using: str, **kwargs: object) -> None:
+        assert instance.pk is None and instance._state.adding  # not stored yet: a receiver may still change it
+        before.append((instance.call_id, connections[using].in_atomic_block, instance.status))
+        instance.decision_reason = f"noted {instance.index}"  # what a receiver sets here is stored
+
+    pre_save.connect(told_before, sender=ToolCall, weak=False, dispatch_uid="test-calls-before")
+    try:
+        model.calls(("add", {"a": 1, "b": 2}), ("add", {"a": 3, "b": 4}), ("add", {"a": 5, "b": 6}))
+        model.reply("3, 7 and 11.")
+        with CaptureQueriesContext(connection) as queries:
+            result = Assistant.get("helper").run(alice, "1+2, 3+4 and 5+6?")
+    finally:
+        pre_save.disconnect(sender=ToolCall, dispatch_uid="test-calls-before")
+    assert result.reply == "3, 7 and 11."
+    calls = list(ToolCall.objects.filter(conversation=result.conversation).order_by("index"))
+    assert [(c.status, c.decision_reason) for c in calls] == [("succeeded", f"noted {n}") for n in range(3)]
+    inserts = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('INSERT INTO "toolcalling_toolcall"')]
+    assert len(inserts) == 1
+    assert before == [(c.call_id, True, "running") for c in calls]
+    # Heard of as created, once each and in order, right after the answer that asks for them, in its transaction.
+    assert created(seen, "ToolCall") == [c.pk for c in calls]
+    heard = [s for s in seen if s.model == "ToolCall" and s.created]
+    assert all(s.atomic and s.status == "running" and s.update_fields is None for s in heard)
+    answer = Message.objects.get(conversation=result.conversation, role="assistant", tool_calls__index=0)
+    first = seen.index(heard[0])
+    assert seen[first - 1] == Seen("Message", answer.pk, True, None, "")
+    assert seen[first : first + 3] == heard

@@ -33,7 +33,7 @@ FIRST_TURN = [
     "BEGIN",
     "UPDATE conversation",  # fence, tokens and the turn's end in one
     "INSERT message",  # the final answer
-    "UPDATE usagecounter",  # the rows locked in id order by its own subquery
+    "UPDATE usagecounter",  # the rows locked in id order by its own subquery, where the database locks rows
     "COMMIT",
 ]
 
@@ -89,15 +89,15 @@ def test_a_first_turn_whose_model_fails_stores_the_conversation_failed_with_its_
 
 
 # The next turn of that conversation: the claim (with the user's message) before the model is asked, and the
-# history read once; the call ids the answer must not repeat are known from that history, not read again.
+# history read once; the call ids the answer must not repeat are known from that history, not read again. Its
+# messages carry no files: the history's join says so, and no attachment is read.
 NEXT_TURN = [
     "BEGIN",
     "SET LOCAL",  # the claim's commit does not wait for the disk; the answer's with calls does
     "UPDATE conversation",  # the claim
     "INSERT message",  # the user's
     "COMMIT",
-    "SELECT message",  # the history, with its calls joined
-    "SELECT attachment",  # the files of the history's user messages, by the range of their ids
+    "SELECT message",  # the history, with its calls and whether a message carries a file joined
     "BEGIN",
     "UPDATE conversation",  # the fence, with the answer's tokens
     "INSERT message",

@@ -81,6 +81,29 @@ def test_a_turns_writes_and_the_reads_that_decide_them_use_the_routers_write_dat
 
 
 @pytest.mark.django_db(transaction=True, databases=["default", WRITES])
+def test_the_calls_of_one_answer_are_inserted_together_on_the_routers_write_database(api, model, alice, seen):
+    conversation = Conversation.objects.create(user=alice, assistant_id="helper")
+    model.calls(("add", {"a": 1, "b": 2}), ("add", {"a": 3, "b": 4}))
+    model.reply("3 and 7.")
+    with (
+        override_settings(DATABASE_ROUTERS=[AppWritesElsewhere()]),
+        CaptureQueriesContext(connections["default"]) as on_default,
+        CaptureQueriesContext(connections[WRITES]) as on_writes,
+    ):
+        response = api.post(URL.format(conversation.pk), {"content": "1+2 and 3+4?"}, format="json")
+    assert response.status_code == 201, response.content
+    assert writing(app_statements(on_default)) == []
+    written = writing(app_statements(on_writes))
+    assert len([sql for sql in written if "INSERT INTO" in sql and "toolcalling_toolcall" in sql.split("(")[0]]) == 1
+    calls = [s for s in seen if s.model == "ToolCall" and s.created]
+    assert len(calls) == 2 and {(s.using, s.atomic) for s in calls} == {(WRITES, True)}
+    assert sorted(ToolCall.objects.filter(conversation=conversation).values_list("status", flat=True)) == [
+        "succeeded",
+        "succeeded",
+    ]
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", WRITES])
 def test_a_turns_claim_and_stop_check_use_the_routers_write_database(alice):
     conversation = Conversation.objects.create(user=alice, assistant_id="helper")
     with (

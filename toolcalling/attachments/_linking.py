@@ -28,7 +28,9 @@ def sendable(
             _("A message may carry at most %(limit)d attachments.") % {"limit": limits["MAX_PER_MESSAGE"]},
             status=status,
         )
-    found = {str(a.pk): a for a in Attachment.objects.filter(pk__in=unique, user=user, message__isnull=True)}
+    # Most messages name no upload: no query is built for them.
+    named = Attachment.objects.filter(pk__in=unique, user=user, message__isnull=True) if unique else []
+    found = {str(a.pk): a for a in named}
     if len(found) != len(unique):
         raise UnknownAttachment(status=status)
     if sum(a.size for a in found.values()) + more_bytes > limits["MAX_BYTES_PER_REQUEST"]:
@@ -53,8 +55,7 @@ def attach(message: Message, attachments: Sequence[Attachment]) -> None:
     """Give the uploads to ``message`` (inside the transaction that stores it): a conditional update, so an
     upload a parallel message took meanwhile fails this one (``UnknownAttachment``, the message rolled back)."""
     if not attachments:  # it carries none: reading its files later (its history entry, its JSON) needs no query
-        cache = getattr(message, "_prefetched_objects_cache", None) or {}
-        message._prefetched_objects_cache = {**cache, "attachments": Attachment.objects.none()}  # type: ignore[attr-defined]
+        message.has_none("attachments")
         return
     conversation = message.conversation
     taken = Attachment.objects.filter(

@@ -20,7 +20,10 @@ from ..attachments import request_files, with_parts
 from ..model_apis import IS_ERROR_KEY, PROVIDER_ITEMS_KEY
 from ..models import Attachment, Conversation, Message, ToolCall
 
-# What one row of a history read holds: the message, and one of its calls (all None when it has none).
+# What one row of a history read holds: the message, one of its calls (all None when it has none), and whether it
+# carries a file (the size of one of its attachments, None when it has none: a column read as it is, on every
+# database, where an id would be converted on some). Only assistant messages have calls and only user messages
+# files, so the joins add no rows to each other's.
 HISTORY_COLUMNS = (
     "id",
     "role",
@@ -31,6 +34,7 @@ HISTORY_COLUMNS = (
     "tool_calls__call_id",
     "tool_calls__name",
     "tool_calls__raw_arguments",
+    "attachments__size",
 )
 
 
@@ -64,13 +68,17 @@ def history_items(
 ) -> list[tuple[int, dict[str, Any]]]:
     """Stored messages as ``(id, Chat Completions message)``, oldest first: all of them, or with ``limit`` the
     ``limit`` newest before the id ``before``. Read as plain values, not model instances: a turn reads its
-    history on every message, and long histories must stay cheap."""
+    history on every message, and long histories must stay cheap; the files are read only when a user message
+    among them carries one."""
     items: list[tuple[int, dict[str, Any]]] = []
-    for message_id, role, content, tool_call_id, is_error, provider_items, call_id, name, arguments in history_rows(
-        conversation, before=before, limit=limit
-    ):
-        if items and items[-1][0] == message_id:  # another call of the same assistant message
+    with_files = False
+    rows = history_rows(conversation, before=before, limit=limit)
+    for message_id, role, content, tool_call_id, is_error, provider_items, call_id, name, arguments, file in rows:
+        with_files = with_files or file is not None
+        if items and items[-1][0] == message_id:  # another call of the same assistant message, or another file
             item = items[-1][1]
+            if call_id is None or item["tool_calls"][-1]["id"] == call_id:
+                continue
         elif role == Message.Role.TOOL:
             item = {"role": "tool", "tool_call_id": tool_call_id, "content": content}
             if is_error:
@@ -89,7 +97,8 @@ def history_items(
             item.setdefault("tool_calls", []).append(call)
         elif role == Message.Role.ASSISTANT and item["content"] is None:
             item["content"] = ""
-    with_attachments(conversation, items)
+    if with_files:
+        with_attachments(conversation, items)
     return items
 
 

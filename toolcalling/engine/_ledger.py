@@ -9,8 +9,8 @@ a late write and a takeover one after the other. That update also reports a stop
 and each write stores the usage the turn counted. A call is answered at most once: answers are conditional
 updates of the call's status (``_writes``), and the database refuses a second tool message for one call id.
 
-All of it is the ORM's ``update()`` with ``F()`` increments, on the alias the site's router gives for writes;
-what decides a write (the fence, the call ids already taken, the usage rows) is read there too.
+All of it is the ORM's ``update()``, adding with ``usage.Increment``, on the alias the site's router gives for
+writes; what decides a write (the fence, the call ids already taken, the usage rows) is read there too.
 """
 
 from __future__ import annotations
@@ -24,16 +24,16 @@ from decimal import Decimal
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from django.db import DatabaseError, router, transaction
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ..conf import toolcalling_settings
 from ..exceptions import TurnInterrupted
 from ..model_apis import ModelReply, ModelRequest, Usage
-from ..models import Attachment, Conversation, Message, ToolCall
+from ..models import Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json, unique_call_ids
-from ..usage import UNPRICED, Cost, Meter, Pricing, add_cost, cost_increments
+from ..usage import UNPRICED, Cost, Increment, Meter, Pricing, add_cost, cost_increments
 from ..usage import Usage as Counts
 from ._memory import estimated_usage
 from ._writes import (
@@ -43,6 +43,7 @@ from ._writes import (
     answer_call_if,
     close_open_calls,
     relax_durability,
+    save_together,
     update_call_if,
     with_retries,
     write_db,
@@ -97,17 +98,20 @@ class Ledger:
         self.stop_requested = False  # the owner asked the turn to stop, as its last write (or check) found
         self.db = write_db(conversation)  # where the turn's transactions open and its fence is read
         self.failed = False  # a write of this turn raised: the writes that end it carry nothing of it
-        # The call ids the conversation has, when this turn knows them all (it created the conversation): a
-        # new answer's ids are then checked here, not read again from the database. ``None``: read them.
+        # The conversation's call ids, when the turn knows them all (see ``Turn.start``): no query. ``None``: read them.
         self.call_ids: set[str] | None = None
-        # A conversation claimed before it is stored (``claim_later``), with its opening message: the turn's
-        # first write inserts both, in its own transaction.
+        # The opening message of a conversation claimed unstored (``claim_later``): the first write inserts both.
         self.unsaved: Message | None = None
+        self._fences: dict[tuple[uuid.UUID | None, bool], QuerySet[Conversation]] = {}  # see ``_held``
 
-    def _held(self) -> QuerySet[Conversation]:
-        """The conversation's row while this turn holds its claim (a queryset on the write database)."""
-        held = {"pk": self.conversation.pk, "turn_token": self.token, "status": RUNNING}
-        return Conversation.objects.using(self.db).filter(**held)
+    def _held(self, *, unstopped: bool = False) -> QuerySet[Conversation]:
+        """The conversation's row while this turn holds its claim (and, ``unstopped``, no stop was asked for), on the
+        write database. Built once per claim: ``update()`` works on a copy, and building the filter costs most."""
+        if (self.token, unstopped) not in self._fences:
+            held = {"pk": self.conversation.pk, "turn_token": self.token, "status": RUNNING}
+            unasked = {"stop_requested_at": None} if unstopped else {}
+            self._fences[self.token, unstopped] = Conversation.objects.using(self.db).filter(**held, **unasked)
+        return self._fences[self.token, unstopped]
 
     @contextmanager
     def write(
@@ -136,7 +140,7 @@ class Ledger:
         """
         values: dict[str, Any] = {"updated_at": timezone.now()}
         if usage is not None and adds_to_totals(usage):
-            values.update({name: F(name) + getattr(usage, name) for name in TOKENS})
+            values.update({name: Increment(name, amount) for name in TOKENS if (amount := getattr(usage, name))})
             values.update(cost_increments(cost))
         if ending is not None:
             values.update(status=ending, error=storable(error), turn_token=None, stop_requested_at=None)
@@ -145,11 +149,10 @@ class Ledger:
         with transaction.atomic(using=self.db):
             if not durable and ending is None:
                 relax_durability(self.db)
-            held = self._held()
             if inserted:
                 self._insert(usage, cost, ending, error)
-            elif self.stop_requested or not held.filter(stop_requested_at=None).update(**values):
-                if not held.update(**values):
+            elif self.stop_requested or not self._held(unstopped=True).update(**values):
+                if not self._held().update(**values):
                     logger.warning("a write of a turn of conversation %s was refused: the turn lost its claim",
                                    self.conversation.pk)  # fmt: skip
                     raise TurnInterrupted(status=self._status_now())
@@ -179,8 +182,7 @@ class Ledger:
         conv.status, conv.error, conv.turn_token = RUNNING, "", self.token
         conv.title = conv.title or storable(title)[:200]
         self.unsaved = Message(conversation=conv, role=Message.Role.USER, content=storable(content))
-        none = {"tool_calls": ToolCall.objects.none(), "attachments": Attachment.objects.none()}  # new: it has neither
-        self.unsaved._prefetched_objects_cache = none  # type: ignore[attr-defined]
+        self.unsaved.has_none("tool_calls", "attachments")  # new: it has neither
         return self.token, self.unsaved
 
     def _insert(self, usage: Usage | None, cost: Cost | None, ending: str | None, error: str) -> None:
@@ -249,7 +251,7 @@ class Ledger:
 
         ``data`` is the structured output parsed from the answer, when the turn asked for one. Call ids are
         made safe here: a missing, overlong or repeated id gets a new one, so each call pairs with one answer.
-        Each message and call is saved (not bulk-created), so a site's ``post_save`` receivers see it.
+        The message is saved, then its calls together (``save_together``); a site's receivers hear of each.
         """
         usage = reply.usage
         cost = self.cost(reply)
@@ -271,21 +273,20 @@ class Ledger:
                 usage_unknown=not usage.known,
             )
             message.save()
-            calls: list[ToolCall] = []
-            if reply.tool_calls:
-                ids = unique_call_ids([call.id for call in reply.tool_calls], self._taken_call_ids(reply))
-                for index, (requested, call_id) in enumerate(zip(reply.tool_calls, ids, strict=True)):
-                    call = ToolCall(
-                        conversation=self.conversation,
-                        message=message,
-                        index=index,
-                        call_id=call_id,
-                        name=storable(requested.name)[:64],
-                        raw_arguments=storable(requested.arguments),
-                        status=ToolCall.Status.RUNNING,
-                    )
-                    call.save()
-                    calls.append(call)
+            ids = unique_call_ids([call.id for call in reply.tool_calls], self._taken_call_ids(reply))
+            calls = [
+                ToolCall(
+                    conversation=self.conversation,
+                    message=message,
+                    index=index,
+                    call_id=call_id,
+                    name=storable(requested.name)[:64],
+                    raw_arguments=storable(requested.arguments),
+                    status=ToolCall.Status.RUNNING,
+                )
+                for index, (requested, call_id) in enumerate(zip(reply.tool_calls, ids, strict=True))
+            ]
+            save_together(calls)  # none, for a final answer
         if self.call_ids is not None:
             self.call_ids.update(call.call_id for call in calls)
         message._prefetched_objects_cache = {"tool_calls": calls}  # type: ignore[attr-defined]

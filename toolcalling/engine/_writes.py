@@ -13,12 +13,12 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from django.db import DatabaseError, connections, router, transaction
 from django.db.models import Case, F, Model, Value, When
-from django.db.models.signals import post_save
+from django.db.models.signals import post_save, pre_save
 from django.utils import timezone
 
 from ..models import Conversation, Message, ToolCall
@@ -100,6 +100,30 @@ def send_post_save(instance: Model, update_fields: Iterable[str], using: str) ->
     )
 
 
+def save_together(rows: Sequence[Model]) -> None:
+    """Store new rows of one model as ``save()`` stores each, in one ``INSERT`` where that can be done: on the
+    database the site's router gives for writes of each, with ``pre_save`` and ``post_save`` sent for each
+    (``created=True``), each row given its id. Several rows go in one statement when the router sends them all to
+    one database whose ``INSERT`` returns the new ids; otherwise (one row, or MySQL) each is saved by itself.
+
+    Receivers hear of the rows in their order, and all of them before the statement (``pre_save``, where a
+    receiver may still change a row) or after it (``post_save``), rather than one row at a time."""
+    if not rows:
+        return
+    model = type(rows[0])
+    databases = {router.db_for_write(model, instance=row) for row in rows}
+    using = databases.pop() if len(databases) == 1 else None
+    if len(rows) == 1 or using is None or not connections[using].features.can_return_rows_from_bulk_insert:
+        for row in rows:
+            row.save()
+        return
+    for row in rows:
+        pre_save.send(sender=model, instance=row, raw=False, using=using, update_fields=None)
+    model._base_manager.using(using).bulk_create(rows)
+    for row in rows:
+        post_save.send(sender=model, instance=row, created=True, update_fields=None, raw=False, using=using)
+
+
 def update_call_if(call: ToolCall, from_status: str | Iterable[str], /, **values: Any) -> bool:
     """Write ``values`` to the call only if it is still in ``from_status``; False when another process got there
     first. One conditional ``UPDATE``, so of two racing writers exactly one changes the row; the winner's
@@ -125,19 +149,22 @@ def claim(
 
     Returns the winner's token (``None`` for the losers). With ``stale_after`` (seconds), a turn that has
     been ``running`` without any write for that long (its process died, or hangs) may be taken over too.
-    ``title`` names a conversation that has no title yet, in the same statement.
+    ``title`` names a conversation that has no title yet, in the same statement; one this process read with a
+    title is named already, and its title is left as the row has it.
     """
     token = uuid.uuid4()
     values: dict[str, Any] = {"status": RUNNING, "error": "", "turn_token": token, "updated_at": timezone.now()}
     values["stop_requested_at"] = None  # a turn taken over may have been asked to stop; this one was not
-    if title is not None:  # unless someone named it meanwhile: decided by the row, not by what this process read
+    if title is not None and not conversation.title:
+        # Unless someone named it meanwhile: decided by the row, not by what this process read.
         values["title"] = Case(When(title="", then=Value(storable(title)[:200])), default=F("title"))
     statuses = list(from_statuses)
-    this = Conversation.objects.using(write_db(conversation)).filter(pk=conversation.pk)
-    updated = statuses and this.filter(status__in=statuses).update(**values)
+    conversations = Conversation.objects.using(write_db(conversation))
+    updated = statuses and conversations.filter(pk=conversation.pk, status__in=statuses).update(**values)
     if not updated and stale_after is not None:
         cutoff = timezone.now() - datetime.timedelta(seconds=stale_after)
-        updated = this.filter(status=RUNNING, updated_at__lt=cutoff).update(**values)
+        stale = conversations.filter(pk=conversation.pk, status=RUNNING, updated_at__lt=cutoff)
+        updated = stale.update(**values)
     if not updated:
         return None
     conversation.status, conversation.error, conversation.turn_token = RUNNING, "", token
@@ -173,8 +200,7 @@ def add_message(conversation: Conversation, role: str, content: str, **fields: A
 
 def without_calls(message: Message) -> Message:
     """Mark a new message as having no tool calls, so reading them later costs no query."""
-    message._prefetched_objects_cache = {"tool_calls": ToolCall.objects.none()}  # type: ignore[attr-defined]
-    return message
+    return message.has_none("tool_calls")
 
 
 def answer_call_if(

@@ -242,6 +242,19 @@ class Message(models.Model):
     def __str__(self) -> str:
         return f"{self.get_role_display()}: {self.content[:60]}"
 
+    def has_none(self, *relations: str) -> Message:
+        """Mark the ``relations`` of a message just stored (``"tool_calls"``, ``"attachments"``) as having no rows,
+        as a prefetch that found none would: reading them later costs no query, nor the compiling of one (an
+        unevaluated ``none()`` is compiled each time it is read, to find it empty)."""
+        cache = self.__dict__.setdefault("_prefetched_objects_cache", {})
+        for name in relations:
+            related: Any = self._meta.get_field(name).related_model
+            empty = related._default_manager.none()
+            empty._result_cache = []  # evaluated, as Django's prefetching leaves the querysets it caches
+            empty._prefetch_done = True
+            cache[name] = empty
+        return self
+
     @property
     def sent_files(self) -> Any:
         """The attachments a user message carries; none, without a query, on other messages."""

@@ -3,6 +3,7 @@ the check before each model call, what answers cost, and the usage shown to user
 and settings, never turns or HTTP."""
 
 from ._costs import UNPRICED, Cost, Pricing, add_cost, cost_increments
+from ._increment import Increment
 from ._limits import PERIODS, QUANTITIES, SCOPES, UsageLimit, parse_limits, site_limits, window
 from ._meter import ALWAYS_COUNTED, Meter, Usage, exceeded, read_counters, scope_key
 from ._prices import Price, configured_prices, currency_problem, price_for, price_problems
@@ -16,6 +17,7 @@ __all__ = [
     "SHOWN_PERIODS",
     "UNPRICED",
     "Cost",
+    "Increment",
     "Meter",
     "Price",
     "Pricing",

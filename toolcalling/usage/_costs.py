@@ -12,6 +12,7 @@ from django.db.models import DecimalField, F, Value
 from django.db.models.expressions import Combinable
 from django.db.models.functions import Coalesce, Least
 
+from ._increment import Increment
 from ._prices import MAX_COST, Price, price_for
 
 logger = logging.getLogger("toolcalling")
@@ -90,7 +91,7 @@ def cost_increments(cost: Cost | None) -> dict[str, Any]:
     if cost is None:
         return {}
     if cost.amount is None:
-        return {"unpriced_replies": F("unpriced_replies") + 1}
+        return {"unpriced_replies": Increment("unpriced_replies", 1)}
     total = Coalesce(F("cost"), Value(Decimal(0), output_field=MONEY)) + Value(cost.amount, output_field=MONEY)
     return {"cost": capped(total)}
 

@@ -1,7 +1,7 @@
 """A turn's usage limits and counters: checked before the turn calls the model, added to after it did.
 
 The counters are aggregate rows, one per scope, key and calendar period (``UsageCounter``). Adding to them is
-an ``update(tokens=F("tokens") + n)`` of every row the usage counts in, so turns in web and worker
+an ``update(tokens=Increment("tokens", n))`` of every row the usage counts in, so turns in web and worker
 processes count into the same rows, and a check reads a few rows, never the messages.
 """
 
@@ -25,6 +25,7 @@ from django.utils.translation import pgettext
 from ..conf import toolcalling_settings
 from ..exceptions import UnpricedModel, UsageLimitExceeded
 from ._costs import Pricing, capped
+from ._increment import Increment
 from ._limits import UsageLimit, parse_limits, shown, site_limits, window
 
 if TYPE_CHECKING:
@@ -60,14 +61,17 @@ class Usage:
         return Usage(*(getattr(self, name) - getattr(other, name) for name in AMOUNTS))
 
     def increments(self) -> dict[str, Any]:
-        """``F()`` increments of a counter row by the amounts that are not zero (a cost stops at ``MAX_COST``)."""
-        found = {column(name): F(column(name)) + getattr(self, name) for name in AMOUNTS if getattr(self, name)}
-        if "cost" in found:
-            found["cost"] = capped(found["cost"])
+        """Increments of a counter row by the amounts that are not zero (a cost stops at ``MAX_COST``)."""
+        found: dict[str, Any] = {
+            column(name): Increment(column(name), amount) for name in COUNTS if (amount := getattr(self, name))
+        }
+        if self.cost:
+            found["cost"] = capped(F("cost") + self.cost)
         return found
 
 
 AMOUNTS = ("tokens", "turns", "tool_calls", "cost", "unpriced", "unknown")
+COUNTS = tuple(name for name in AMOUNTS if name != "cost")  # the whole numbers
 COLUMNS = {"unpriced": "unpriced_replies", "unknown": "unknown_usage"}  # amounts whose column has another name
 # The quantities an answer of unknown usage leaves unknown: a limit of them cannot be checked while one is counted
 # in its period, under UNKNOWN_USAGE = "stop".
@@ -199,17 +203,24 @@ class Meter:
         """
         ids = self.row_ids(now)
         increments = counts.increments()
-        if not reserve and increments and connections[counters().db].features.update_can_self_select:
-            # One statement: the rows locked in the order of their ids by its subquery, then added to.
-            in_order = counters().select_for_update().filter(pk__in=ids).order_by("pk").values("pk")
-            if counters().filter(pk__in=in_order).update(updated_at=now, **increments) == len(ids):
+        table = counters()
+        features = connections[table.db].features
+        if not reserve and increments and features.update_can_self_select:
+            # One statement: the rows locked in the order of their ids by its subquery, then added to. A database
+            # without row locks (SQLite: the transaction holds the whole database) needs no order.
+            if features.has_select_for_update:
+                in_order = table.select_for_update().filter(pk__in=ids).order_by("pk").values("pk")
+                added = table.filter(pk__in=in_order).update(updated_at=now, **increments)
+            else:
+                added = table.filter(pk__in=ids).update(updated_at=now, **increments)
+            if added == len(ids):
                 return
             # A remembered row is gone (a flushed database): the rows that were there are counted; make the rest.
             there = lock_counters(ids)
             rows = list(dict.fromkeys(counted.row(now) for counted in self.counted))  # in ``row_ids``' order
             fresh = self.row_ids(now, fresh=True)
             missing = [pk for pk, row in zip(fresh, rows, strict=True) if row not in there]
-            counters().filter(pk__in=missing).update(updated_at=now, **increments)
+            table.filter(pk__in=missing).update(updated_at=now, **increments)
             return
         found = lock_counters(ids)
         if len(found) < len(ids):  # a remembered row is gone (a flushed database): make the rows again
