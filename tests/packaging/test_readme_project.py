@@ -1,8 +1,10 @@
 """The tutorial's setup, followed literally: a fresh project built from its own code blocks, the built wheel in a
-fresh virtualenv, migrations, a real Redis and Celery worker, then a chat, a staff approval and a stream.
+fresh virtualenv, migrations, a worker, then a chat, a staff approval and a stream. Twice: with a real Redis and
+Celery worker, and without Celery, on Django's Tasks framework with django-tasks-db's ``db_worker`` and no Redis.
 
-The blocks are read from the tutorial page, docs/tutorial.md (marked ``<!-- tutorial: ... -->``), never copied
-here, so the page cannot drift from what works. The only changes made to its commands: the interactive
+The blocks are read from the tutorial page, docs/tutorial.md, never copied here, so the page cannot drift from what
+works: ``<!-- tutorial: ... -->`` marks a block of both ways, ``<!-- tutorial-celery: ... -->`` and
+``<!-- tutorial-tasks: ... -->`` the blocks of one. The only changes made to its commands: the interactive
 ``createsuperuser`` gets ``--noinput`` (its answers come from the environment), ``<username>`` is the
 staff user it made, and the servers get a free port and test-friendly worker options. The model is the strict local
 server with a scripted model, reached through ``OPENAI_BASE_URL`` as the tutorial says.
@@ -30,7 +32,8 @@ from tests.projects import ProjectDirectory
 from tests.streaming.helpers import SSE, Stream, parse, read
 from toolcalling.testing import OpenAICompatibleServer, ScriptedModel
 
-MARK = re.compile(r"<!-- tutorial: (\w[\w-]*)(?: (\S+))? -->\s*\n```\w*\n(.*?)\n```", re.DOTALL)
+MARK = re.compile(r"<!-- tutorial(?:-(celery|tasks))?: (\w[\w-]*)(?: (\S+))? -->\s*\n```\w*\n(.*?)\n```", re.DOTALL)
+RUNNERS = ("celery", "tasks")  # how the tutorial runs approved calls: Celery's worker, or Django's Tasks
 
 
 @dataclass
@@ -40,8 +43,11 @@ class Block:
     text: str
 
 
-def readme_blocks() -> list[Block]:
-    blocks = [Block(a, p, t) for a, p, t in MARK.findall((ROOT / "docs/tutorial.md").read_text())]
+def readme_blocks(runner: str) -> list[Block]:
+    """The blocks a reader following the tutorial with this runner meets, in the page's order."""
+    marked = MARK.findall((ROOT / "docs/tutorial.md").read_text())
+    assert {r for r, *_ in marked} == {"", *RUNNERS}, marked
+    blocks = [Block(a, p, t) for r, a, p, t in marked if r in ("", runner)]
     assert {b.action for b in blocks} == {"run", "create", "append", "serve"}, blocks
     return blocks
 
@@ -61,11 +67,14 @@ def venv(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """
     where = tmp_path_factory.mktemp("venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
-    pip = [sys.executable, "-m", "pip", "--python", str(where / "bin/python"), "--disable-pip-version-check"]
-    install = [*pip, "install", "--quiet", "--no-compile", "-r", str(ROOT / "requirements/base.txt"), str(dist.wheel)]
-    result = subprocess.run(install, capture_output=True)
-    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    pip_install(where, "-r", str(ROOT / "requirements/base.txt"), str(dist.wheel))
     return where
+
+
+def pip_install(venv: Path, *args: str) -> None:
+    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin/python"), "--disable-pip-version-check"]
+    result = subprocess.run([*pip, "install", "--quiet", "--no-compile", *args], capture_output=True)
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
 
 
 @pytest.fixture(scope="module")
@@ -99,21 +108,39 @@ class Project(ProjectDirectory):
         argv = shlex.split(line)
         if argv[:2] == ["celery", "-A"]:
             argv += ["--concurrency=1", "--without-gossip", "--without-mingle"]
+        elif argv[1:3] == ["manage.py", "db_worker"]:
+            argv += ["--interval", "0.1", "--no-startup-delay", "--no-reload"]
         elif argv[1:3] == ["manage.py", "runserver"]:
             argv += [f"127.0.0.1:{port}", "--noreload"]
         return self.popen(argv, log)
 
 
+def log_name(line: str) -> str:
+    """Where a served command's output goes: ``celery.log``, ``runserver.log``, ``db_worker.log``."""
+    argv = line.split()
+    return f"{argv[2] if argv[1:2] == ['manage.py'] else argv[0]}.log"
+
+
+@pytest.fixture(scope="module", params=RUNNERS)
+def runner(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def site(venv, model, redis_url, tmp_path_factory) -> Iterator[tuple[Project, str]]:
-    """The tutorial's project, migrated, with its worker and web server running."""
+def site(runner, venv, model, dist, request, tmp_path_factory) -> Iterator[tuple[Project, str]]:
+    """The tutorial's project, migrated, with its worker and web server running: Celery's worker with this test's
+    Redis, or (``tasks``) db_worker with the ``[tasks]`` extra installed and no Redis anywhere."""
     _, base_url = model
-    root = tmp_path_factory.mktemp("project")
+    root = tmp_path_factory.mktemp(f"project-{runner}")
     keep = ("HOME", "LANG", "LC_ALL", "TMPDIR")
     env = {k: v for k, v in os.environ.items() if k in keep}
+    if runner == "celery":
+        env.update(REDIS_URL=request.getfixturevalue("redis_url"))
+    else:
+        # The extra, as the tutorial's "Without Celery" installs it, added to the same virtualenv.
+        pip_install(venv, "-r", str(ROOT / "requirements/tasks.txt"), f"{dist.wheel}[tasks]")
     env.update(
         PATH=f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",
-        REDIS_URL=redis_url,
         OPENAI_BASE_URL=base_url,
         OPENAI_API_KEY="test-key",
         DJANGO_SUPERUSER_USERNAME="admin",
@@ -124,7 +151,7 @@ def site(venv, model, redis_url, tmp_path_factory) -> Iterator[tuple[Project, st
     servers: list[tuple[subprocess.Popen, Path]] = []
     port = services.free_port()
     try:
-        for block in readme_blocks():
+        for block in readme_blocks(runner):
             if block.action == "run":
                 for line in commands(block):
                     project.run(line)
@@ -134,7 +161,7 @@ def site(venv, model, redis_url, tmp_path_factory) -> Iterator[tuple[Project, st
                 for line in commands(block):
                     if line.startswith("redis-server"):
                         continue  # this test's own redis-server, at REDIS_URL
-                    log = root / f"{line.split()[0]}.log"
+                    log = root / log_name(line)
                     servers.append((project.start(line, log, port), log))
         yield project, f"http://127.0.0.1:{port}"
     finally:
@@ -142,10 +169,11 @@ def site(venv, model, redis_url, tmp_path_factory) -> Iterator[tuple[Project, st
             services.stop_worker(process, log)
 
 
-def wait_ready(site: tuple[Project, str]) -> None:
+def wait_ready(site: tuple[Project, str], runner: str) -> None:
     project, base = site
-    worker_log = project.root / "celery.log"
-    services.wait_until(lambda: "ready." in worker_log.read_text(), timeout=60, what="the tutorial's Celery worker")
+    log, ready = ("celery.log", "ready.") if runner == "celery" else ("db_worker.log", "Starting worker")
+    worker_log = project.root / log
+    services.wait_until(lambda: ready in worker_log.read_text(), timeout=60, what=f"the tutorial's worker ({log})")
 
     def answers() -> bool:
         try:
@@ -183,10 +211,14 @@ def follow_events(base: str, headers: dict, conversation: str, stream: Stream) -
 # it), and its set-up (a build, a virtualenv, migrations, two servers) takes longer than the suite's usual 120 s bound.
 @pytest.mark.skipif(settings.DATABASE != "sqlite", reason="independent of the suite's database: run on SQLite")
 @pytest.mark.timeout(480)
-def test_the_readme_project_chats_approves_on_its_worker_and_streams(site, model):
+def test_the_readme_project_chats_approves_on_its_worker_and_streams(site, model, runner):
     project, base = site
     scripted, _ = model
-    wait_ready(site)
+    wait_ready(site, runner)
+    if runner == "tasks":  # no Redis and no Celery in this project: the worker is db_worker
+        written = (project.root / "yoursite/settings.py").read_text()
+        assert "REDIS" not in written and "CELERY" not in written and 'TOOLCALLING["TASKS"] = "django"' in written
+        assert not (project.root / "yoursite/celery.py").exists() and "REDIS_URL" not in project.env
     # Its one issue: the scripted model's local endpoint has no price for gpt-4o-mini (at OpenAI's URL it has one).
     checked = project.outputs["python manage.py check"]
     assert "System check identified 1 issue" in checked and "(toolcalling.W007) The model 'gpt-4o-mini'" in checked
@@ -210,20 +242,37 @@ def test_the_readme_project_chats_approves_on_its_worker_and_streams(site, model
         (waiting,) = answer.json()["awaiting_approval"]
         assert (waiting["name"], waiting["label"]) == ("set_display_name", "Change my display name")
 
-        # The staff member approves; the worker runs the call and continues the conversation, and its events
-        # reach this reader through Redis.
+        # The staff member approves; the worker runs the call and continues the conversation.
         scripted.reply("Done: you are Alice Liddell now.")
-        events = Stream()
-        reader = follow_events(base, alice, conversation, events)
-        approved = http.post(api + f"tool-calls/{waiting['id']}/approve/", headers=staff)
-        assert approved.status_code == 200, approved.text
-        reader.join(timeout=60)
-        assert not reader.is_alive(), "the worker's events never arrived"
-        (decided,) = [e.data for e in events.of("tool_call_decided")]
-        assert (decided["status"], decided["label"]) == ("approved", "Change my display name")
-        finished = [e.data for e in events.of("tool_call_finished")]
-        assert finished and finished[-1]["status"] == "succeeded" and finished[-1]["label"] == "Change my display name"
-        assert events.of("message")[-1].data["content"] == "Done: you are Alice Liddell now."
+        if runner == "celery":  # its events reach this reader through Redis
+            events = Stream()
+            reader = follow_events(base, alice, conversation, events)
+            approved = http.post(api + f"tool-calls/{waiting['id']}/approve/", headers=staff)
+            assert approved.status_code == 200, approved.text
+            reader.join(timeout=60)
+            assert not reader.is_alive(), "the worker's events never arrived"
+            (decided,) = [e.data for e in events.of("tool_call_decided")]
+            assert (decided["status"], decided["label"]) == ("approved", "Change my display name")
+            finished = [e.data for e in events.of("tool_call_finished")]
+            assert finished and finished[-1]["status"] == "succeeded"
+            assert finished[-1]["label"] == "Change my display name"
+            assert events.of("message")[-1].data["content"] == "Done: you are Alice Liddell now."
+        else:  # no Redis: the worker's results reach the chat through the stored history, as the tutorial says
+            approved = http.post(api + f"tool-calls/{waiting['id']}/approve/", headers=staff)
+            assert approved.status_code == 200, approved.text
+            history: list[dict] = []
+
+            def answered() -> bool:
+                history[:] = http.get(url, headers=alice).json()
+                return history[-1]["role"] == "assistant" and not history[-1]["tool_calls"]
+
+            services.wait_until(answered, timeout=60, what="the approved call's answer from db_worker")
+            call = http.get(api + f"tool-calls/{waiting['id']}/", headers=staff).json()
+            assert (call["status"], call["label"]) == ("succeeded", "Change my display name"), call
+            assert history[-1]["content"] == "Done: you are Alice Liddell now."
+            ran = (project.root / "db_worker.log").read_text()
+            for job in ("run_approved_tool_call", "continue_conversation"):
+                assert f"path=toolcalling.django_tasks.{job} state=SUCCESSFUL" in ran, ran
 
         # A streamed turn: the tool reads what the worker wrote.
         scripted.call("whoami", {})
