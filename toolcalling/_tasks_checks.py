@@ -8,8 +8,9 @@ from typing import Any
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, pgettext
 
-WORKER_HINT = _(
+WORKER_HINT = gettext_lazy(
     'Set TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}} (the django-tasks-db package, its app '
     '"django_tasks_db" in INSTALLED_APPS, then manage.py migrate), and run a worker: manage.py db_worker.'
 )
@@ -38,7 +39,7 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
         return [
             checks.Error(
                 _('TOOLCALLING["TASKS"] is "django", but Django\'s Tasks framework is not installed.'),
-                hint=_("Install %(what)s.") % {"what": TASKS_FRAMEWORK_INSTALL},
+                hint=pgettext("toolcalling", "Install %(what)s.") % {"what": TASKS_FRAMEWORK_INSTALL},
                 id="toolcalling.E010",
             )
         ]

@@ -11,6 +11,9 @@ import pytest
 from tests import services
 
 
+# Once, in the full pass: the deployment it starts runs on SQLite whatever the pass's database (the PostgreSQL run
+# is bench/chaos.py's own, docs/benchmarks.md).
+@pytest.mark.once
 @pytest.mark.timeout(600)
 def test_a_short_chaos_run_loses_nothing_repeats_nothing_and_leaves_nothing_stuck(tmp_path):
     environment = {**os.environ, "TOOLCALLING_TEST_VAR": str(tmp_path)}

@@ -140,7 +140,7 @@ DYING_QUEUE = "task-runs-that-die"
 
 @pytest.mark.parametrize("task_runner", ["django"])  # Celery's: tests/approval/test_worker_dies.py
 def test_a_task_worker_killed_mid_run_never_runs_the_call_again(
-    task_runner, api, ops, approver_api, worker_model, tmp_path, monkeypatch
+    task_runner, api, ops, approver, approver_api, worker_model, tmp_path, monkeypatch
 ):
     from django_tasks_db.models import DBTaskResult
 
@@ -183,10 +183,14 @@ def test_a_task_worker_killed_mid_run_never_runs_the_call_again(
     assert "No more tasks to run" in revived_log.read_text()
     assert ToolCall.objects.get(pk=call_id).status == "running"
 
-    # The sweep ends the run after its lease; the model is told, on the session's workers, and the tool ran once.
-    worker_model.reply("Sorry, that may or may not have happened.")
+    # The sweep finds it once the lease has ended: ``slow_bump`` may not run again, so it waits for a person, as on
+    # Celery; once they say it took effect, the conversation goes on on the session's workers. It ran once.
     later = timezone.now() + timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT + 1)
     approval.sweep(now=later)
-    assert ToolCall.objects.get(pk=call_id).status != "running"
-    assert final_answer(api, ops)[-1]["content"] == "Sorry, that may or may not have happened."
+    call = ToolCall.objects.get(pk=call_id)
+    assert (call.status, call.error) == ("outcome_unknown", approval.WORKER_STOPPED)
+    assert call.worker.endswith(f":{doomed.pid}")  # the desk says which worker ran it
+    worker_model.reply("The counter was bumped before the worker stopped.")
+    approval.settle(call, approver, "succeeded", "The counter shows the bump.")
+    assert final_answer(api, ops)[-1]["content"] == "The counter was bumped before the worker stopped."
     assert Counter.objects.get(name="doomed").value == 1  # ran once, never again

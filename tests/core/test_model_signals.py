@@ -86,7 +86,8 @@ def test_an_answers_calls_are_stored_in_one_insert_and_each_heard_of_before_and_
     assert result.reply == "3, 7 and 11."
     calls = list(ToolCall.objects.filter(conversation=result.conversation).order_by("index"))
     assert [(c.status, c.decision_reason) for c in calls] == [("succeeded", f"noted {n}") for n in range(3)]
-    inserts = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('INSERT INTO "toolcalling_toolcall"')]
+    table = connection.ops.quote_name(ToolCall._meta.db_table)  # MariaDB quotes with backticks
+    inserts = [q["sql"] for q in queries.captured_queries if q["sql"].startswith(f"INSERT INTO {table}")]
     assert len(inserts) == 1
     assert before == [(c.call_id, True, "running") for c in calls]
     # Heard of as created, once each and in order, right after the answer that asks for them, in its transaction.

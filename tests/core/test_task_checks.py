@@ -2,6 +2,7 @@
 would see it: a fresh process with its own settings (``checks_of``)."""
 
 from tests.core.test_checks import checks_of
+from toolcalling._task_framework import DummyBackend
 
 TASKS_APPS = ["tests.testapp", "django_tasks", "django_tasks_db"]  # gated tools, the framework and its backend
 DATABASE_BACKEND = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
@@ -23,7 +24,8 @@ def test_the_immediate_backend_django_gives_without_settings_tasks_is_a_warning_
 
 
 def test_a_dummy_backend_that_never_runs_tasks_is_an_error():
-    dummy = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
+    # Django's own from 6.0 (django.tasks.backends.dummy), the backport's before.
+    dummy = {"default": {"BACKEND": f"{DummyBackend.__module__}.{DummyBackend.__name__}"}}
     found = checks_of(apps=TASKS_APPS, celery_app=False, toolcalling=DJANGO, TASKS=dummy)
     assert set(found) == {"toolcalling.E011"}
     assert "never runs them" in found["toolcalling.E011"]["msg"]

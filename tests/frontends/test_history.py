@@ -5,6 +5,7 @@
 
 import base64
 import json
+from typing import Any
 
 import httpx2
 import pytest
@@ -169,6 +170,10 @@ def test_the_history_is_the_owners_only(live_server, chat, model, conv, bob):
         assert client.get(f"{live_server.url}/api/toolcalling/ai-sdk/chat/not-a-uuid/messages").status_code == 404
 
 
+def said_aloud(messages: list[Any]) -> list[Any]:
+    return [message for message in messages if message.role != "reasoning"]
+
+
 def test_the_ag_ui_snapshot_has_the_runs_messages_and_a_waiting_calls_interrupt(live_server, model, conv, ops):
     answer = model.call("add", {"a": 2, "b": 3})
     model.reply("Two and three make five.")
@@ -176,7 +181,8 @@ def test_the_ag_ui_snapshot_has_the_runs_messages_and_a_waiting_calls_interrupt(
     model.call("move_points", {"name": "alice", "points": 5})
     events = run(live_server.url, run_input(ops.pk, "Give me five points"))
 
-    user, asked, tool, said = snapshot(live_server.url, conv).messages
+    # A thinking model's answers come with their reasoning (Anthropic's test model thinks): left aside here.
+    user, asked, tool, said = said_aloud(snapshot(live_server.url, conv).messages)
     assert (user.role, user.content) == ("user", "What is 2 + 3?")
     (call,) = asked.tool_calls
     assert (call.id, call.function.name, json.loads(call.function.arguments)) == (answer.tool_calls[0].id, "add",
@@ -190,7 +196,7 @@ def test_the_ag_ui_snapshot_has_the_runs_messages_and_a_waiting_calls_interrupt(
     assert interrupt.metadata == {"title": "Move points", "arguments": {"name": "alice", "points": 5},
                                   "approver": "user", "preview": {"value": PREVIEW, "error": ""},
                                   "previewText": PREVIEW}  # fmt: skip
-    _, asked = snapshot(live_server.url, ops).messages
+    _, asked = said_aloud(snapshot(live_server.url, ops).messages)
     (call,) = asked.tool_calls
     state = call.metadata["toolcalling"]
     assert (state["id"], state["status"]) == (waiting.pk, "awaiting_approval")
