@@ -235,3 +235,24 @@ def test_a_dead_turns_atomic_call_runs_again_exactly_once(alice, model, django_c
     assert seats("7C") == 1
     assert Conversation.objects.get(pk=conversation.pk).status == "idle"
     model.assert_done()
+
+
+def test_a_call_of_unknown_outcome_in_a_turn_taken_over_by_the_next_message_is_answered(
+    alice, model, django_capture_on_commit_callbacks
+):
+    # A dead turn's call that a stray delivery found with no worker behind it waits as outcome_unknown, while the
+    # conversation is still the dead turn's. The next message takes the conversation over: the call is answered
+    # (it may have run, nobody knows), so the history it sends is one the API takes.
+    model.calls(("charge", {"amount": 2}))
+    conversation = turn_until(alice, model, "charge", lambda step: isinstance(step, Answered))
+    (charge,) = ToolCall.objects.filter(conversation=conversation)
+    assert approval.run(charge.pk) is False
+    assert ToolCall.objects.get(pk=charge.pk).status == "outcome_unknown"
+    model.reply("I could not tell whether the card was charged.")
+    result = Assistant.get("till").run(alice, "Well?", conversation=conversation)
+    assert result.reply == "I could not tell whether the card was charged."
+    charge.refresh_from_db()
+    assert charge.status == "failed" and "whether it took effect is unknown" in tool_message(charge).content
+    assert delivered_keys("charge") == {}  # never run
+    assert_history_valid(conversation.pk)
+    assert not model.rejected, [r.errors for r in model.rejected]

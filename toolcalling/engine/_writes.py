@@ -256,13 +256,16 @@ def close_open_calls(
     """Answer every call that was asked for but never answered, so the stored history stays valid.
 
     A call gets its final status and its tool message together, so the open calls are exactly those still
-    ``running`` or ``approved``; waiting ones keep waiting, unless ``waiting`` (a stopped turn withdraws them
-    too). A running call whose tool had started (``started_at``, or its id in ``started``; ``started=None``:
-    nobody knows, as after a takeover) may have done its work: it is answered ``failed`` with that said,
-    never "not run". The open calls are read where they are written: what is read decides what is written.
+    ``running`` or ``approved``, and those whose outcome is unknown (a turn that fails or is taken over cannot
+    leave them waiting for a person: the next request would carry a call without its answer); waiting ones keep
+    waiting, unless ``waiting`` (a stopped turn withdraws them too). A running call whose tool had started
+    (``started_at``, or its id in ``started``; ``started=None``: nobody knows, as after a takeover), or whose
+    outcome is unknown, may have done its work: it is answered ``failed`` with that said, never "not run". The
+    open calls are read where they are written: what is read decides what is written.
     """
     known = set(started) if started is not None else None
-    statuses = [*OPEN_CALL_STATUSES, ToolCall.Status.AWAITING_APPROVAL] if waiting else OPEN_CALL_STATUSES
+    unknown = ToolCall.Status.OUTCOME_UNKNOWN
+    statuses = [*OPEN_CALL_STATUSES, unknown, *([ToolCall.Status.AWAITING_APPROVAL] if waiting else [])]
     open_calls = (
         ToolCall.objects.using(router.db_for_write(ToolCall, instance=conversation))
         .filter(conversation_id=conversation.pk, status__in=statuses)
@@ -270,9 +273,8 @@ def close_open_calls(
     )
     answers = []
     for call in open_calls:
-        may_have_run = call.status == ToolCall.Status.RUNNING and (
-            known is None or call.started_at is not None or call.pk in known
-        )
+        started_here = known is None or call.started_at is not None or call.pk in known
+        may_have_run = call.status == unknown or (call.status == ToolCall.Status.RUNNING and started_here)
         if may_have_run:
             status = ToolCall.Status.FAILED
             text = f"Error: {reason} The tool may have run; whether it took effect is unknown."
