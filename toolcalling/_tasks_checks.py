@@ -53,7 +53,7 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
                     "(%(error)s), so approved calls, continuations and background turns cannot be queued."
                 )
                 % {"error": exc},
-                hint=WORKER_HINT,
+                hint=str(WORKER_HINT),
                 id="toolcalling.E011",
             )
         ]
@@ -65,7 +65,7 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
                     "keeps tasks and never runs them: approved calls would never run and conversations waiting "
                     "for them would never go on."
                 ),
-                hint=WORKER_HINT,
+                hint=str(WORKER_HINT),
                 id="toolcalling.E011",
             )
         ]
@@ -77,7 +77,7 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
                     "default when settings.TASKS is not set): approved calls, continuations and background turns "
                     "run inside the web request that queues them, and a background message waits for its turn."
                 ),
-                hint=WORKER_HINT,
+                hint=str(WORKER_HINT),
                 id="toolcalling.W009",
             )
         ]
