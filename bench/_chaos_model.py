@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
 import sys
 import threading
 import time
@@ -18,6 +17,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._model import served  # noqa: E402
 from toolcalling.testing import OpenAICompatibleServer, Reply, ToolCall  # noqa: E402
 from toolcalling.testing.scripted import chat_messages  # noqa: E402
 
@@ -51,13 +51,8 @@ class ChaosModel:
 @contextmanager
 def chaos_model(latency: float) -> Iterator[str]:
     """The chaos model's strict server in a subprocess; its base URL."""
-    process = subprocess.Popen([sys.executable, __file__, str(latency)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
-        assert process.stdout is not None
-        yield process.stdout.readline().strip()
-    finally:
-        process.terminate()
-        process.wait(10)
+    with served(__file__, latency) as base_url:
+        yield base_url
 
 
 if __name__ == "__main__":

@@ -93,7 +93,15 @@ def model_server(latency: float = 0.0, answer_bytes: int = 0, piece: int = 0, re
     """The bench model's strict server in a subprocess (so it never shares the benchmark's GIL); its base URL.
     ``piece``: the characters of text per streamed chunk (0: the strict server's own, a few as the API's);
     ``requests``: model requests per turn (1: the answer at once)."""
-    command = [sys.executable, __file__, str(latency), str(answer_bytes), str(piece), str(requests)]
+    with served(__file__, latency, answer_bytes, piece, requests) as base_url:
+        yield base_url
+
+
+@contextmanager
+def served(script: str, *arguments: object) -> Iterator[str]:
+    """``python script arguments...`` in a subprocess, which prints its strict server's base URL first; that URL,
+    the server stopped on leaving."""
+    command = [sys.executable, script, *map(str, arguments)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert process.stdout is not None
