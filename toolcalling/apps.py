@@ -24,7 +24,7 @@ class SimpleToolcallingConfig(AppConfig):
         _worker.started_by_command(sys.argv)  # a task worker (db_worker) warns now when it cannot reach the model
 
         try:
-            from .api import openapi, openapi_attachments  # noqa: F401  (describe the API in the site's schema)
+            from .api import openapi  # noqa: F401  (describe the API in the site's schema)
         except ImportError as exc:  # the optional [openapi] extra is not installed: no schema, same API
             if (exc.name or "").partition(".")[0] != "drf_spectacular":
                 raise
