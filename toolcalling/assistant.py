@@ -178,6 +178,7 @@ class Assistant:
         *,
         output_type: type[BaseModel] | None = None,
         listeners: list[Listener] | None = None,
+        attachments: Sequence[Any] = (),
     ) -> TurnResult:
         """``run`` for async code (an async view, a task on an event loop): the same turn, whose wait for the
         model holds no thread (the SDK's async client of each model API, streamed or not; a client that
@@ -185,7 +186,9 @@ class Assistant:
         loop's executor with the turn's writes."""
         from .engine import arun_turn
 
-        return await arun_turn(self, user, content, conversation, output_type=output_type, listeners=listeners)
+        return await arun_turn(
+            self, user, content, conversation, output_type=output_type, listeners=listeners, attachments=attachments
+        )
 
     def steps(
         self,
@@ -194,11 +197,16 @@ class Assistant:
         conversation: Conversation | None = None,
         *,
         output_type: type[BaseModel] | None = None,
+        listeners: list[Listener] | None = None,
+        attachments: Sequence[Any] = (),
     ) -> Stepper:
-        """Drive a turn one model answer at a time, deciding each requested call yourself."""
+        """Drive a turn one model answer at a time, deciding each requested call yourself (the arguments are
+        ``run``'s)."""
         from .engine import Stepper
 
-        return Stepper(self, user, content, conversation, output_type=output_type)
+        return Stepper(
+            self, user, content, conversation, output_type=output_type, listeners=listeners, attachments=attachments
+        )
 
     # Helpers --------------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from tests.approvalapp.models import Counter
 from toolcalling import Assistant, approval, engine
 from toolcalling.conf import toolcalling_settings
 from toolcalling.engine import Turn, conversation_for
-from toolcalling.engine._steps import Answered, CallsAnswered
+from toolcalling.engine._turn import Answered, CallsAnswered
 from toolcalling.exceptions import TurnError, TurnInterrupted
 from toolcalling.models import Conversation, Message, ToolCall
 

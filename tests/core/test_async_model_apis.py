@@ -13,8 +13,7 @@ import pytest
 
 from toolcalling import Assistant
 from toolcalling.conf import toolcalling_settings
-from toolcalling.engine._async import drive
-from toolcalling.engine._runner import conversation_for
+from toolcalling.engine import conversation_for, drive
 from toolcalling.engine._turn import Turn
 from toolcalling.exceptions import ModelError
 from toolcalling.hooks import ModelRequest

@@ -2,7 +2,7 @@
 
 from toolcalling import Assistant
 from toolcalling.engine import Turn, conversation_for
-from toolcalling.engine._steps import Answered, CallsAnswered, Ended
+from toolcalling.engine._turn import Answered, CallsAnswered, Ended
 from toolcalling.models import Conversation
 
 

@@ -2,14 +2,23 @@
 events and telemetry, storage, memory and structured output. It knows tools and model APIs, never HTTP or
 approvals. It exports what the packages above it use; everything else is private."""
 
-from ._async import arun_turn, drive
 from ._calls import run_approved_call
-from ._direct import call_directly
+from ._drivers import (
+    INTERRUPTED,
+    Stepper,
+    TurnResult,
+    arun_turn,
+    call_directly,
+    continue_turn,
+    conversation_for,
+    drive,
+    resume_stale_turn,
+    run_claimed_turn,
+    run_turn,
+    stop_turn,
+)
 from ._observers import Listener, describe_call
 from ._queue import CONTINUE_CONVERSATION, RUN_APPROVED_TOOL_CALL, RUN_TURN, enqueue
-from ._recovery import INTERRUPTED, resume_stale_turn
-from ._runner import Stepper, TurnResult, continue_turn, conversation_for, run_claimed_turn, run_turn
-from ._stop import stop_turn
 from ._storage import answer_call_if, send_post_save, set_status, update_call_if, with_retries, write_db
 from ._structured import OutputSpec
 from ._turn import Turn, tool_definitions

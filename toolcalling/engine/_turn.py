@@ -2,9 +2,16 @@
 
 ``Turn.iter()`` is the only loop, and it reads top to bottom: ``claim`` the conversation, ``start`` (store
 the user's message, load the history), then per model answer ``answer`` (ask the model, store its answer)
-and ``run_calls``, until a step says how the turn ends; then ``end``. Each step returns a value (``_steps``)
-that says what happened, and the loop yields it: ``run()`` and the stream, the stepper, background turns and
-direct client calls only consume them.
+and ``run_calls``, until a step says how the turn ends; then ``end``. Each step returns a value (below) that
+says what happened, and the loop yields it: the drivers (``_drivers``: ``run()`` and the stream, the stepper,
+background turns, continuations) only consume them.
+
+This module reads in that order: the values the steps return, the skeleton (``iter``), the claim (only one
+turn runs per conversation at a time, and its usage limits are decided in the claim's transaction), the start,
+asking the model and storing its answer, the calls, and how a turn ends (stored once with its status, or
+failed, ended by a hook, or taken over after going quiet). Every way out of ``iter()`` passes through
+``guard()``: a hook's ``EndTurn`` ends the turn with its message, an error fails it (every open call answered,
+so the next message works), and a lost claim abandons it (nothing more may be written).
 
 Two things outside the turn end it at a step boundary: its usage limits (checked before each model call; the
 turn fails with ``UsageLimitExceeded``) and its owner's stop request (each fenced write reads it, so it is known
@@ -13,36 +20,103 @@ before the next model call or tool call; the loop then ends the turn ``stopped``
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from django.db import router
+from django.db import DatabaseError, router, transaction
 from django.utils.translation import gettext as _
 from pydantic import BaseModel
 
 from ..attachments import attach
 from ..conf import toolcalling_settings
-from ..exceptions import ModelCallLimitExceeded, OutputValidationError
-from ..hooks import ModelRequest, TurnView
-from ..model_apis import ModelAPI, ModelReply, get_model_api
+from ..exceptions import (
+    ConversationBusy,
+    ModelCallLimitExceeded,
+    OutputValidationError,
+    TurnError,
+    TurnInterrupted,
+    TurnNotStored,
+)
+from ..hooks import EndTurn, ModelRequest, TurnView
+from ..model_apis import DeltaCallback, ModelAPI, ModelReply, get_model_api
 from ..models import Attachment, Conversation, Message, ToolCall
 from ..toolkit import SEARCH_TOOL_NAME, Tool, ToolSearch, check_extras, search_enabled, with_extras
 from ..usage import Meter, Pricing
+from ..usage import Usage as Counts
 from . import _memory as memory
 from . import _storage as storage
 from ._calls import CallPath, Limits
-from ._claiming import TurnClaim
-from ._ending import AWAITING_APPROVAL, IDLE, STOPPED, STOPPED_REASON, TurnEnding
 from ._observers import Listener, Observers
-from ._steps import Answered, CallsAnswered, Ended, ModelWait, Step
 from ._structured import OutputCheck
 
 if TYPE_CHECKING:
     from ..toolkit import AssistantLike
 
+logger = logging.getLogger("toolcalling")
 
-class Turn(TurnClaim, TurnEnding):
+IDLE = Conversation.Status.IDLE
+AWAITING_APPROVAL = Conversation.Status.AWAITING_APPROVAL
+FAILED = Conversation.Status.FAILED
+STOPPED = "stopped"  # how a turn ends when its owner stopped it: the conversation is idle again
+STOPPED_REASON = "stopped by the user."
+
+
+# What the steps return: plain values that say what happened and how the turn goes on. ``Turn.iter()`` yields
+# an ``Answered`` per model answer, a ``CallsAnswered`` after the calls of an answer that asked for some, and
+# last one ``Ended``.
+
+
+@dataclass(kw_only=True, eq=False)
+class Answered:
+    """The model answered (or a client asked for calls directly), and the answer is stored."""
+
+    message: Message
+    """The stored assistant message."""
+    calls: list[ToolCall]
+    """The calls it asks for; none for a final answer, which ends the turn."""
+    decisions: dict[int, tuple[str, str]] = field(default_factory=dict)
+    """Calls (by id) the consumer decided itself before the turn goes on: ``(status, result)``, not run."""
+    held: bool = False
+    """Set by a consumer that held the step for a while: the stop request is read again before calls run."""
+
+
+@dataclass(kw_only=True, eq=False)
+class CallsAnswered:
+    """Every call of one answer was run and answered, or waits for a decision."""
+
+    calls: list[ToolCall]
+    ending: str | None
+    """How the turn ends after them (``awaiting_approval``; ``idle`` when every call was return-direct;
+    ``stopped``), or ``None``: the model is asked again."""
+
+
+@dataclass(kw_only=True, eq=False)
+class Ended:
+    """The turn is over and its end is stored."""
+
+    status: str
+    """The conversation's status now."""
+    stopped: bool
+    """Whether its owner stopped it."""
+
+
+Step = Answered | CallsAnswered | Ended
+
+
+@dataclass(kw_only=True, eq=False)
+class ModelWait:
+    """Yielded only to the async driver (``_drivers.drive``): send ``request`` to the model, then send the reply back
+    into the turn (or throw the error into it). A sync turn sends it itself and never yields this."""
+
+    request: ModelRequest
+    on_delta: DeltaCallback | None
+
+
+class Turn:
     """Runs one turn of a conversation: ask the model, run the calls it asks for, repeat until it answers.
 
     ``run(content)`` runs a turn for a new user message; ``run(None)`` continues a turn whose gated calls
@@ -129,26 +203,21 @@ class Turn(TurnClaim, TurnEnding):
             pass
         return self.new_messages
 
-    def iter(
-        self, content: str | None = None, *, claimed: bool = False, asked: ModelReply | None = None
-    ) -> Generator[Step, Any, None]:
-        """Run the turn, yielding each step's outcome; the last is ``Ended``.
+    def iter(self, content: str | None = None, *, claimed: bool = False) -> Generator[Step, Any, None]:
+        """Run the turn, yielding each step's outcome; the last is ``Ended``. ``content=None`` continues a
+        turn whose gated calls have all been decided.
 
         ``claimed=True``: the caller already called ``claim()`` (to answer "busy" before handing the turn to a
-        thread or a worker). ``asked``: calls a client asked for directly (an MCP client), run as if a model
-        had asked for them; once they are answered (or decided) the turn is over, as no model waits for them.
+        thread or a worker).
         """
         if not claimed:
-            direct = len(asked.tool_calls) if asked is not None else 0
-            self.claim(continuing=content is None and asked is None, content=content, direct_calls=direct)
+            self.claim(continuing=content is None, content=content)
             content = None  # stored with the claim, in one transaction
         with self.guard():
             self.start(content)
             ending: str | None = None
-            if self.continuing and self.conversation.origin == Conversation.Origin.MCP:
-                ending = IDLE  # a client's direct calls are decided: no model is asked about their results
             while ending is None:
-                answered = self.store(asked) if asked is not None else (yield from self.answer())
+                answered = yield from self.answer()
                 if answered is None:  # the owner's stop request, read by the last write
                     ending = STOPPED
                     break
@@ -160,9 +229,122 @@ class Turn(TurnClaim, TurnEnding):
                     self.ledger.check_stop()  # the consumer may have taken its time since the answer was stored
                 outcome = self.run_calls(answered.calls, answered.decisions)
                 yield outcome
-                ending = outcome.ending if asked is None else outcome.ending or IDLE
+                ending = outcome.ending
             self.end(ending)
         yield Ended(status=self.conversation.status, stopped=self.view.stopped)
+
+    # The claim ---------------------------------------------------------------------------------------
+
+    def claim(self, *, continuing: bool = False, content: str | None = None, direct_calls: int = 0) -> uuid.UUID:
+        """Mark the conversation ``running`` and hold its claim; only one turn runs per conversation at a time.
+
+        ``content``, the user's message, is stored in the same transaction as the claim. A new message is a
+        turn its usage limits must have room for: decided in that transaction too, on the counters locked
+        there, so parallel messages never start more turns than a limit allows (``UsageLimitExceeded``, the
+        claim undone). ``direct_calls``: the calls a client asked for directly (an MCP client): no message, so
+        no turn, but tool calls that the ``tool_calls`` limits judge and count the same way (they spend no
+        tokens and no money). A transaction the database rolls back for a deadlock is tried again."""
+        self.continuing = continuing
+        reserve = not continuing
+        if reserve and direct_calls:
+            self.meter.limits = [(limit, key) for limit, key in self.meter.limits if limit.quantity == "tool_calls"]
+            self.meter.check(new_turn=False, status=self.conversation.status)
+            self.meter.prepare()
+            self.meter.add(tool_calls=direct_calls)  # counted here when limits apply, else with the turn's end
+        elif reserve:
+            self.meter.check(new_turn=True, status=self.conversation.status)  # the common refusal: no write at all
+            self.meter.prepare()
+            self.meter.add(turns=1)  # counted here when limits apply, else with the turn's end
+            self.turn_counted = True
+        title = " ".join(content.split())[:80] if content is not None else None
+        if self.creating and content is not None and not self.attachments and not (reserve and self.meter.urgent):
+            # Nobody can know the conversation before it is stored, nor need refusing: the first write stores it
+            # (a message with files is stored here: its uploads are given to it in the same transaction).
+            token, self.opening = self.ledger.claim_later(content, title or "")
+            self.history.extend(storage.to_openai([self.opening]))
+            return token
+        conv, pending = self.conversation, self.meter.pending
+        before = conv.status, conv.error, conv.turn_token
+
+        def attempt() -> tuple[uuid.UUID, Message | None]:
+            self.meter.pending = pending
+            with transaction.atomic(using=self.ledger.db):
+                storage.relax_durability(self.ledger.db)  # the turn's first durable write (calls, end) takes it
+                token = self._claim(continuing, title)
+                opening = None
+                if content is not None:  # the claim just made is the fence of this write
+                    opening = storage.add_message(conv, Message.Role.USER, content)
+                    attach(opening, self.attachments)
+                if reserve and self.meter.urgent:  # the turn, and the message with it, only if a limit has room
+                    self.ledger.count_usage(reserve=True, status=before[0])
+            return token, opening
+
+        try:
+            token, opening = storage.with_retries(attempt, self.ledger.db)
+        except BaseException:
+            conv.status, conv.error, conv.turn_token = before  # rolled back with the claim
+            conv._state.adding = self.creating  # and a conversation it inserted with it
+            self.ledger.token = None
+            raise
+        if opening is not None:
+            self.record(opening)
+        return token
+
+    def release(self) -> bool:
+        """Give back the claim ``claim()`` made for a turn that will not run (its task could not be queued):
+        the conversation is ``idle`` again and the turn the claim counted is taken back, so the counters still
+        equal the stored messages. False if the claim was lost meanwhile."""
+        counted = (
+            Counts(turns=1) if self.turn_counted and self.meter.urgent and not self.meter.pending.turns else Counts()
+        )
+        return self.ledger.release(counted)
+
+    def _claim(self, continuing: bool, title: str | None = None) -> uuid.UUID:
+        conv = self.conversation
+        if self.creating:  # a try again after a rollback inserts it again
+            self.ledger.token = storage.claim_new(conv, title=title or "")
+            return self.ledger.token
+        if continuing:
+            self.ledger.token = storage.claim(conv, from_statuses=[AWAITING_APPROVAL])
+            if self.ledger.token is None:
+                raise ConversationBusy(_("The conversation is not waiting to continue."), status=conv.status)
+            return self.ledger.token
+        token = self.ledger.token = storage.claim(conv, from_statuses=[IDLE, FAILED], title=title)
+        if token is not None:
+            return token
+        if self.take_over():
+            assert self.ledger.token is not None
+            if title is not None:
+                self.ledger.set_title_if_empty(title)
+            return self.ledger.token
+        conv.refresh_from_db(fields=["status"])
+        if conv.status == AWAITING_APPROVAL:
+            yours = conv.tool_calls.filter(status=ToolCall.Status.AWAITING_APPROVAL, approver="user").exists()
+            raise ConversationBusy(
+                _("A tool call waits for you to confirm or decline it first.")
+                if yours
+                else _(
+                    "The conversation is waiting for a staff member to approve a tool call. "
+                    "Wait for the decision or cancel the waiting calls."
+                ),
+                status=conv.status,
+            )
+        raise ConversationBusy(status=conv.status)
+
+    def take_over(self) -> bool:
+        """Claim the conversation if its turn went quiet for ``STALE_TURN_TIMEOUT`` (its process died, or hangs)."""
+        self.ledger.token = storage.claim(
+            self.conversation, from_statuses=[], stale_after=toolcalling_settings.STALE_TURN_TIMEOUT
+        )
+        if self.ledger.token is None:
+            return False
+        # Answer the calls the quiet turn left open; its own late writes will be refused. Its running tools may
+        # or may not have taken effect.
+        for message in self.ledger.close_open_calls("the turn was interrupted.", started=None):
+            self.record(message)
+        return True
+
+    # Start, ask and store, the calls -----------------------------------------------------------------
 
     def start(self, content: str | None) -> None:
         """Store the user's message (unless the claim did) and load the history the model will see."""
@@ -279,6 +461,94 @@ class Turn(TurnClaim, TurnEnding):
             if unanswered and call.pk not in self.calls.started:
                 self.answered(call, self.calls.withdraw(call, f"Not run: {STOPPED_REASON}"))
         return STOPPED
+
+    # How the turn ends -------------------------------------------------------------------------------
+
+    def end(self, status: str, error: str = "") -> None:
+        """Store how the turn ended and tell everyone; once. A ``stopped`` turn leaves the conversation ``idle``."""
+        if self.ended:
+            return
+        self.ended = True
+        if status == STOPPED:
+            self.view.stopped = True
+            for message in self.ledger.close_open_calls(STOPPED_REASON, started=self.calls.started, waiting=True):
+                self.record(message)
+            status = IDLE
+        self.ledger.set_status(status, error)
+        self.announce_opening()  # when the turn's end was its first write
+        try:
+            for hook in reversed(self.hooks):
+                hook.on_turn_end(self.view, self.view.messages)
+            self.observers.turn_ended()
+        finally:
+            self.observers.turn_closed()
+
+    @contextmanager
+    def guard(self) -> Iterator[None]:
+        """Around the steps: ``EndTurn`` ends the turn with its message; an error fails it and is raised on."""
+        try:
+            try:
+                yield
+            except EndTurn as end:
+                self.end_early(end.message)
+            except TurnInterrupted:
+                raise
+            except TurnError as exc:
+                self.fail(str(exc), exc.code)
+                exc.status, exc.messages = self.conversation.status, list(self.view.messages)
+                raise
+            except GeneratorExit:  # the consumer of ``Turn.iter()`` let go of it before the end
+                self.fail("the turn was stopped by its caller.")
+                raise
+            except BaseException as exc:
+                if isinstance(exc, DatabaseError) or (self.ledger.failed and isinstance(exc, OverflowError)):
+                    # A write failed in the database (or could not be sent to it): the turn ends failed with an
+                    # error of its own, and without the write that failed (see ``Ledger.failed``).
+                    error = TurnNotStored()
+                    self.fail(str(error.detail), error.code)
+                    error.status, error.messages = self.conversation.status, list(self.view.messages)
+                    raise error from exc
+                self.fail(_("The turn stopped on an internal error."))
+                raise
+        except TurnInterrupted as exc:
+            # The claim is gone: nothing more may be written, and the stream now belongs to whoever holds it.
+            # What the turn used still counts.
+            self.ledger.end_counts()
+            self.ended = True
+            self.observers.turn_abandoned(str(exc))
+            exc.messages = list(self.view.messages)
+            raise
+
+    def fail(self, error: str, code: str = TurnError.default_code) -> None:
+        """End the turn as ``failed`` with every open call answered, so the next message works. If answering
+        them fails too, the turn still ends: a conversation left ``running`` takes no message until it is swept.
+        ``code`` is the error's API code, which the ``error`` event carries."""
+        try:
+            closed = self.ledger.close_open_calls("the turn ended with an error.", started=self.calls.started)
+        except (DatabaseError, OverflowError):
+            logger.exception("the open calls of conversation %s could not be answered", self.conversation.pk)
+            closed = []
+        for message in closed:
+            self.record(message)
+        self.observers.turn_failed(error, code)
+        self.end(FAILED, error)
+
+    def end_early(self, message: str) -> None:
+        """A hook raised ``EndTurn``: answer any open call, then its message is the reply."""
+        reason = "the turn was ended before this call was answered."
+        for closed in self.ledger.close_open_calls(reason, started=self.calls.started):
+            self.record(closed)
+        self.record(self.ledger.add_message(Message.Role.ASSISTANT, message))
+        self.end(IDLE)
+
+    def end_stale(self) -> bool:
+        """End a turn whose process went quiet for ``STALE_TURN_TIMEOUT`` (it cannot hear a stop request) as
+        stopped: it is taken over, its open calls answered as after any takeover. False if it was not quiet."""
+        if not self.take_over():
+            return False
+        with self.guard():
+            self.end(STOPPED)
+        return True
 
     # Parts of the steps -------------------------------------------------------------------------------
 
