@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from django.contrib.admin import AdminSite
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
@@ -98,6 +99,30 @@ def test_reject_selected_asks_for_a_reason_then_rejects(
     assert LogEntry.objects.get(object_id=str(waiting.pk)).change_message == "Rejected: Not today."
     assert not Counter.objects.filter(name="<b>orders</b>").exists()
     model.assert_done()
+
+
+def test_a_sites_own_admin_lists_the_actions_by_their_public_names(rf, approver, waiting):
+    """``toolcalling.admin.approve_selected`` and ``reject_selected`` are the desk's own actions: a site's subclass
+    of ``ToolCallAdmin`` lists them as before, and they run on it."""
+    from toolcalling.admin import ToolCallAdmin, approve_selected, reject_selected
+
+    class OwnToolCallAdmin(ToolCallAdmin):
+        actions = [approve_selected, reject_selected]
+
+    own = OwnToolCallAdmin(ToolCall, AdminSite(name="own"))
+    assert own.check() == []
+    request = rf.post(CHANGELIST, {"action": "reject_selected", "_selected_action": [waiting.pk]})
+    request.user = approver
+    actions = own.get_actions(request)
+    assert {name: str(description) for name, (_, _, description) in actions.items()} == {
+        "approve_selected": "Approve selected tool calls",
+        "reject_selected": "Reject selected tool calls",
+    }
+    page = actions["reject_selected"][0](own, request, ToolCall.objects.filter(pk=waiting.pk))
+    assert page.template_name == "admin/toolcalling/toolcall/reject_selected_confirmation.html"
+    assert list(page.context_data["calls"]) == [waiting]
+    waiting.refresh_from_db()
+    assert waiting.status == "awaiting_approval"  # the reason is asked first
 
 
 def test_staff_without_the_permission_cannot_decide(admin_client_for, viewer, waiting):

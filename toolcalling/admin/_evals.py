@@ -26,16 +26,6 @@ class EvalCaseResultInline(ReadOnlyInline):
     fields = readonly_fields = ("name", "passed", "score", "tool_calls", "tokens", "cost", "seconds", "failures")
 
 
-@admin.action(description=gettext_lazy("Compare the two selected runs"))
-def compare_runs(modeladmin: EvalRunAdmin, request: HttpRequest, queryset: QuerySet[EvalRun]) -> HttpResponse | None:
-    runs = list(queryset.order_by("created_at", "id")[:3])
-    if len(runs) != 2:
-        modeladmin.message_user(request, _("Select exactly two runs to compare."), messages.WARNING)
-        return None
-    url = reverse("admin:toolcalling_evalrun_compare", args=[runs[0].pk, runs[1].pk])
-    return HttpResponseRedirect(url)
-
-
 @admin.register(EvalRun)
 class EvalRunAdmin(admin.ModelAdmin):
     list_display = ["__str__", "dataset", "model", "pass_rate_display", "tokens", "cost", "created_at"]
@@ -44,7 +34,7 @@ class EvalRunAdmin(admin.ModelAdmin):
     readonly_fields = ["name", "dataset", "assistant_id", "model", "cases", "passed", "pass_rate", "tokens", "cost",
                        "created_at"]  # fmt: skip
     inlines = [EvalCaseResultInline]
-    actions = [compare_runs]
+    actions = ["compare_runs"]
 
     @admin.display(description=pgettext_lazy("toolcalling admin", "pass rate"), ordering="pass_rate")
     def pass_rate_display(self, obj: EvalRun) -> str:
@@ -55,6 +45,15 @@ class EvalRunAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    @admin.action(description=gettext_lazy("Compare the two selected runs"))
+    def compare_runs(self, request: HttpRequest, queryset: QuerySet[EvalRun]) -> HttpResponse | None:
+        runs = list(queryset.order_by("created_at", "id")[:3])
+        if len(runs) != 2:
+            self.message_user(request, _("Select exactly two runs to compare."), messages.WARNING)
+            return None
+        url = reverse("admin:toolcalling_evalrun_compare", args=[runs[0].pk, runs[1].pk])
+        return HttpResponseRedirect(url)
 
     def get_urls(self) -> list[URLPattern]:
         compare = path(

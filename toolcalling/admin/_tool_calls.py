@@ -1,21 +1,27 @@
-"""The tool call list staff decide on (it opens on the calls waiting for them, longest-waiting first), and the
-change page of a waiting call: who asked and why, the preview, editable arguments, Approve and Reject."""
+"""The admin of tool calls, where staff decide: its list opens on the desk (the calls waiting for them,
+longest-waiting first, each row with its preview and its own Approve and Reject), its actions approve the selected
+calls or reject them with a reason, and the change page of a waiting call shows who asked and why, the preview,
+editable arguments, Approve and Reject; beside them, each tool's statistics."""
 
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import QuerySet
 from django.forms.fields import InvalidJSONInput
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
+from django.utils.http import urlencode
 from django.utils.timesince import timesince
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext, pgettext, pgettext_lazy
@@ -25,10 +31,9 @@ from ..approval import can_approve
 from ..exceptions import AlreadyDecided, DecisionNotAllowed, InvalidArguments, TaskQueueUnavailable
 from ..models import ToolCall
 from ..toolkit import nested_too_deeply, storable
-from ._actions import approve_selected, reject_selected
 from ._conversations import pretty_json
 from ._desk import count_waiting_in_app_list, desk_context, report_approved
-from ._desk_list import decide_row, list_display
+from ._desk_list import NOTHING, arguments, decision_cell, preview_cell
 from ._selection import CheckedSelectionAdmin
 from ._stats import tool_stats
 
@@ -152,7 +157,7 @@ class ToolCallAdmin(CheckedSelectionAdmin):
     ]
     search_fields = ["name", "call_id", "conversation__user__username"]
     list_select_related = ["conversation__user", "decided_by"]
-    actions = [approve_selected, reject_selected]
+    actions = ["approve_selected", "reject_selected"]
     form = ToolCallArgumentsForm
     change_form_template = "admin/toolcalling/toolcall/change_form.html"
     readonly_fields = [
@@ -209,8 +214,28 @@ class ToolCallAdmin(CheckedSelectionAdmin):
     # The list -------------------------------------------------------------------------------------------
 
     def get_list_display(self, request: HttpRequest) -> list[Any]:
+        """On the desk (the calls waiting) the preview and the decision buttons take the place of the status and
+        "decided by", which say nothing about a call still waiting."""
         deciding = on_desk(request) or request.GET.get("status") == ToolCall.Status.AWAITING_APPROVAL
-        return list_display(self, request, deciding=deciding)
+        user = request.user
+        filters = urlencode({"_changelist_filters": request.GET.urlencode()}) if request.GET else ""
+
+        @admin.display(description=pgettext_lazy("toolcalling admin", "preview"))
+        def preview(call: ToolCall) -> str:
+            if call.status != ToolCall.Status.AWAITING_APPROVAL or not approval.may_decide(call, user):
+                return NOTHING
+            return preview_cell(approval.preview(call))
+
+        @admin.display(description=pgettext_lazy("toolcalling admin", "decision"))
+        def decision(call: ToolCall) -> str:
+            url = reverse(f"{self.admin_site.name}:toolcalling_toolcall_decide", args=[call.pk])
+            return decision_cell(call, user, f"{url}?{filters}" if filters else url)
+
+        columns: list[str | Callable[[ToolCall], str]] = ["id", "name"]
+        columns += [arguments, preview] if deciding else ["status", arguments]
+        columns += ["requesting_user", "conversation_link", "age"]
+        columns += [decision] if deciding else ["decided_by"]
+        return columns
 
     def get_ordering(self, request: HttpRequest) -> tuple[str, ...]:
         # The desk serves the longest-waiting call first; the other views show the latest calls first.
@@ -253,6 +278,75 @@ class ToolCallAdmin(CheckedSelectionAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    # Actions on the list: approve the selected calls, or reject them with a reason -----------------------
+
+    @admin.action(description=gettext_lazy("Approve selected tool calls"), permissions=("approve",))
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[ToolCall]) -> None:
+        """Approve each waiting call; workers run them and continue the conversations."""
+        approved, skipped = [], []
+        for call in queryset.select_related("conversation"):
+            try:
+                approval.approve(call, request.user)
+            except (AlreadyDecided, DecisionNotAllowed, TaskQueueUnavailable) as exc:
+                skipped.append(f"#{call.pk} {call.name}: {exc}")
+            else:
+                approved.append(call)
+        for level, text in report_approved(approved):
+            self.message_user(request, text, level)
+        self._report(request, [], skipped)
+
+    @admin.action(description=gettext_lazy("Reject selected tool calls"), permissions=("approve",))
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet[ToolCall]) -> TemplateResponse | None:
+        """Ask for a reason on an intermediate page (like ``delete_selected``), then reject each waiting call."""
+        if request.POST.get("post") != "yes":
+            opts = self.model._meta
+            context = {
+                **self.admin_site.each_context(request),
+                "title": pgettext_lazy("toolcalling admin", "Reject tool calls"),
+                "calls": queryset,
+                "rows": [
+                    (call, json.dumps(call.arguments, indent=2, ensure_ascii=False))
+                    for call in queryset.select_related("conversation__user")
+                ],
+                "opts": opts,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+                "media": self.media,
+            }
+            request.current_app = self.admin_site.name
+            return TemplateResponse(
+                request, f"admin/{opts.app_label}/{opts.model_name}/reject_selected_confirmation.html", context
+            )
+        try:  # the one check of a decision's reason, as the API's and the chat's declines have
+            reason = approval.validate_decision(reason=request.POST.get("reason", ""))[0]
+        except ValidationError as exc:
+            self.message_user(request, " ".join(exc.messages), messages.ERROR)
+            return None
+        rejected, skipped = [], []
+        for call in queryset.select_related("conversation"):
+            try:
+                approval.reject(call, request.user, reason)
+            except (AlreadyDecided, DecisionNotAllowed) as exc:
+                skipped.append(f"#{call.pk} {call.name}: {exc}")
+            else:
+                rejected.append(call)
+        text = ngettext(
+            "Rejected %(count)d tool call; the model is told why.",
+            "Rejected %(count)d tool calls; the model is told why.",
+            len(rejected),
+        )
+        self._report(request, rejected, skipped, text)
+        return None
+
+    def _report(self, request: HttpRequest, done: list[ToolCall], skipped: list[str], text: str = "") -> None:
+        if done:
+            self.message_user(request, text % {"count": len(done)}, messages.SUCCESS)
+        if skipped:
+            self.message_user(
+                request,
+                pgettext_lazy("toolcalling admin", "Skipped: %(calls)s") % {"calls": "; ".join(skipped)},
+                messages.WARNING,
+            )
 
     # The change page ------------------------------------------------------------------------------------
 
@@ -353,7 +447,7 @@ class ToolCallAdmin(CheckedSelectionAdmin):
     def _name(call: ToolCall) -> dict[str, Any]:
         return {"id": call.pk, "name": call.name}
 
-    # Statistics -----------------------------------------------------------------------------------------
+    # Statistics, and the rows' decisions ----------------------------------------------------------------
 
     def get_urls(self) -> list[URLPattern]:
         stats = path("stats/", self.admin_site.admin_view(self.stats_view), name="toolcalling_toolcall_stats")
@@ -365,7 +459,25 @@ class ToolCallAdmin(CheckedSelectionAdmin):
         return [stats, decide, *super().get_urls()]
 
     def decide_row_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        return decide_row(self, request, object_id)
+        """A row's Approve or Reject: the list's own actions on that one call (so with their permission, four-eyes
+        rule and LogEntry); Reject asks for the reason first."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_approve_permission(request):
+            raise PermissionDenied
+        try:
+            queryset = self.get_queryset(request).filter(pk=int(unquote(object_id)))
+        except ValueError:
+            raise Http404
+        if not queryset.exists():
+            raise Http404
+        if "_approve" in request.POST:
+            self.approve_selected(request, queryset)
+        else:
+            asked = self.reject_selected(request, queryset)  # the reason page posts back here
+            if asked is not None:
+                return asked
+        return HttpResponseRedirect(self.desk_url(request))
 
     def stats_view(self, request: HttpRequest) -> HttpResponse:
         """Per tool: calls, failures, failure rate and mean duration, from one aggregate query."""
