@@ -7,8 +7,8 @@ server already checked them when they came back; what is checked here is that ev
 
 from typing import Any
 
-from toolcalling.engine._storage import load_messages, to_openai
 from toolcalling.models import Conversation
+from toolcalling.storage import load_messages, to_openai
 from toolcalling.testing import validate_chat_request, validate_messages_request, validate_responses_request
 from toolcalling.testing.rules_anthropic import IssuedThinking
 from toolcalling.testing.rules_responses import Issued

@@ -96,7 +96,7 @@ def test_a_tool_reads_the_conversations_files_through_ctx_attachments(api, model
 
 
 def test_memory_budgets_count_an_estimate_not_the_base64(api, model, conversation):
-    from toolcalling.engine._memory import size
+    from toolcalling.storage import size
 
     big = files.PDF + b"%" * (500 * 1024)
     part = {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64," +

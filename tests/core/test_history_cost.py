@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolcalling import Assistant
+from toolcalling import Assistant, storage
 from toolcalling.engine import _memory as memory
 from toolcalling.models import Conversation, Message, ToolCall
 
@@ -104,7 +104,7 @@ def naive_trim(items: list[dict], max_messages: int | None, max_tokens: int | No
     for start in [0, *starts[1:]]:
         kept = items[start:]
         fits = max_messages is None or len(kept) <= max_messages
-        if fits and (max_tokens is None or memory.estimate_tokens(kept) <= max_tokens):
+        if fits and (max_tokens is None or storage.estimate_tokens(kept) <= max_tokens):
             return kept
     return items[starts[-1] :]
 

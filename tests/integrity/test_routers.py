@@ -11,7 +11,7 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from tests.model_signals import Seen, listening
-from toolcalling.engine import _storage as storage
+from toolcalling import storage
 from toolcalling.models import Conversation, ToolCall
 
 URL = "/api/toolcalling/conversations/{}/messages/"

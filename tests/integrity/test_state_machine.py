@@ -30,9 +30,9 @@ from rest_framework.test import APIClient
 
 from tests.approvalapp.models import Counter
 from toolcalling import approval
-from toolcalling.engine._storage import Ledger, claim
 from toolcalling.model_apis import ModelReply, RequestedCall, Usage
 from toolcalling.models import Conversation, Message, ToolCall, UsageCounter
+from toolcalling.storage import Ledger, claim
 from toolcalling.testing import Reply
 from toolcalling.testing import ToolCall as ScriptedCall
 from toolcalling.testutils import override_model

@@ -14,9 +14,9 @@ from rest_framework.test import APIClient
 
 from tests.services import wait_until
 from toolcalling import Assistant, approval, streaming
-from toolcalling.engine._storage import Ledger, claim
 from toolcalling.model_apis import ModelReply, RequestedCall, Usage
 from toolcalling.models import Conversation, Message, ToolCall
+from toolcalling.storage import Ledger, claim
 from toolcalling.testing import Reply
 from toolcalling.testing import ToolCall as ScriptedCall
 

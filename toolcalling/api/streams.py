@@ -30,9 +30,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import streaming
-from ..engine import RUN_TURN, Turn, drive, enqueue, start_on_turn_loop, write_db
+from ..engine import RUN_TURN, Turn, drive, enqueue, start_on_turn_loop
 from ..exceptions import EventsUnavailable, TaskQueueUnavailable, TurnError
 from ..models import Conversation
+from ..storage import write_db
 from .errors import ErrorResponses
 
 logger = logging.getLogger("toolcalling")

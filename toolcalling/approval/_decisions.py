@@ -25,9 +25,10 @@ from django.utils.translation import pgettext
 
 from .. import signals, streaming
 from ..conf import toolcalling_settings
-from ..engine import answer_call_if, describe_call, update_call_if, write_db
+from ..engine import describe_call
 from ..exceptions import AlreadyDecided, InvalidArguments, TaskQueueUnavailable
 from ..models import Conversation, ToolCall
+from ..storage import answer_call_if, update_call_if, write_db
 from ._arguments import edit_note, validate_arguments
 from ._rights import check_may_decide
 from ._runs import continue_when_decided, enqueue_run, pending

@@ -16,19 +16,11 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from ..conf import toolcalling_settings
-from ..engine import (
-    CONTINUE_CONVERSATION,
-    RUN_APPROVED_TOOL_CALL,
-    answer_call_if,
-    enqueue,
-    run_approved_call,
-    send_post_save,
-    update_call_if,
-    write_db,
-)
+from ..engine import CONTINUE_CONVERSATION, RUN_APPROVED_TOOL_CALL, enqueue, run_approved_call
 from ..exceptions import NotRegistered, TaskQueueUnavailable
 from ..models import Conversation, ToolCall
 from ..models.tool_calls import this_process
+from ..storage import answer_call_if, send_post_save, update_call_if, write_db
 from ..toolkit import tools as tool_registry
 from ._arguments import edit_note
 

@@ -1,5 +1,5 @@
 """The engine: a turn (``Turn``, whose ``iter()`` is the one loop), one call's path, the fan-out to signals,
-events and telemetry, storage, memory and structured output. It knows tools and model APIs, never HTTP or
+events and telemetry, memory and structured output. It knows tools and model APIs, never HTTP or
 approvals. It exports what the packages above it use; everything else is private."""
 
 from ._calls import run_approved_call
@@ -19,7 +19,6 @@ from ._drivers import (
 )
 from ._observers import Listener, describe_call
 from ._queue import CONTINUE_CONVERSATION, RUN_APPROVED_TOOL_CALL, RUN_TURN, enqueue
-from ._storage import answer_call_if, send_post_save, set_status, update_call_if, with_retries, write_db
 from ._structured import OutputSpec
 from ._turn import Turn, tool_definitions
 from ._turn_loop import start as start_on_turn_loop
@@ -34,7 +33,6 @@ __all__ = [
     "Stepper",
     "Turn",
     "TurnResult",
-    "answer_call_if",
     "arun_turn",
     "call_directly",
     "continue_turn",
@@ -46,12 +44,7 @@ __all__ = [
     "run_claimed_turn",
     "resume_stale_turn",
     "run_turn",
-    "send_post_save",
-    "set_status",
     "start_on_turn_loop",
     "stop_turn",
     "tool_definitions",
-    "update_call_if",
-    "with_retries",
-    "write_db",
 ]

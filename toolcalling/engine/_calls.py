@@ -15,12 +15,12 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from pydantic import BaseModel
 
+from .. import storage
 from ..conf import toolcalling_settings
 from ..exceptions import InvalidArguments, ToolCallLimitExceeded, ToolExecutionError
 from ..hooks import TurnView
 from ..models import Message, ToolCall
 from ..toolkit import Tool, assistants, result_to_text, split_extras, storable_json
-from . import _storage as storage
 from ._observers import Observers
 
 if TYPE_CHECKING:

@@ -32,13 +32,13 @@ from django.db import connections
 from django.utils import timezone
 from pydantic import BaseModel
 
+from .. import storage
 from ..attachments import sendable
 from ..conf import toolcalling_settings
 from ..exceptions import ConversationBusy, NotRegistered, NotRunning, TurnError, UsageLimitExceeded
 from ..model_apis import ModelReply, RequestedCall
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants, storable
-from . import _storage as storage
 from ._observers import Listener
 from ._turn import AWAITING_APPROVAL, IDLE, Answered, CallsAnswered, ModelWait, Turn
 

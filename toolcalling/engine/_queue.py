@@ -14,7 +14,7 @@ from django.utils.module_loading import import_string
 
 from ..conf import TASKS_FRAMEWORK_INSTALL, toolcalling_settings
 from ..exceptions import TaskQueueUnavailable
-from ._storage import write_db
+from ..storage import write_db
 
 logger = logging.getLogger("toolcalling")
 

@@ -31,6 +31,7 @@ from django.db import DatabaseError, router, transaction
 from django.utils.translation import gettext as _
 from pydantic import BaseModel
 
+from .. import storage
 from ..attachments import attach
 from ..conf import toolcalling_settings
 from ..exceptions import (
@@ -48,7 +49,6 @@ from ..toolkit import SEARCH_TOOL_NAME, Tool, ToolSearch, check_extras, search_e
 from ..usage import Meter, Pricing
 from ..usage import Usage as Counts
 from . import _memory as memory
-from . import _storage as storage
 from ._calls import CallPath, Limits
 from ._observers import Listener, Observers
 from ._structured import OutputCheck

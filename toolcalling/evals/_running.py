@@ -20,9 +20,10 @@ from django.utils import timezone
 
 from .. import approval
 from ..assistant import Assistant
-from ..engine import answer_call_if, continue_turn, with_retries, write_db
+from ..engine import continue_turn
 from ..exceptions import ImproperlyDefined, TurnError
 from ..models import Conversation, Message, ToolCall
+from ..storage import answer_call_if, with_retries, write_db
 from ..toolkit import assistants
 from ._cases import EvalInputs, ObservedCall, Transcript
 

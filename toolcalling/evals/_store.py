@@ -6,8 +6,8 @@ from decimal import Decimal
 
 from django.db import transaction
 
-from ..engine import write_db
 from ..models import EvalCaseResult, EvalRun
+from ..storage import write_db
 from ._outcomes import RunSummary
 
 # The most the runs' cost columns (``Decimal(14, 6)``) hold on every database, a conversation's cost may be larger:

@@ -1,5 +1,7 @@
-"""Storage of a turn, in one place to import from: the fenced writes (``_ledger``), the claim and the writes a
-turn shares with approvals (``_writes``), and reading the history back (``_history``).
+"""Storage: the layer below the engine and approval. A turn's fenced writes (``Ledger``), the claim and the
+conditional writes a turn shares with approvals and evals (answering a call only if it is still open, setting a
+status only from the statuses given, retried on deadlocks), reading the history back, and what an item is
+taken to cost in tokens when nobody counted.
 
 Every stored history is one the OpenAI API accepts: each assistant tool call has exactly one tool message
 answering it. Everything is written with the ORM, on the database the site's router gives for writes, and a
@@ -8,6 +10,7 @@ site's ``post_save`` receivers hear of every message and call (see ``_writes``).
 
 from __future__ import annotations
 
+from ._estimates import estimate_tokens, estimated_usage, size
 from ._history import history_items, load_messages, to_openai
 from ._ledger import Ledger
 from ._writes import (
@@ -35,11 +38,14 @@ __all__ = [
     "claim",
     "claim_new",
     "close_open_calls",
+    "estimate_tokens",
+    "estimated_usage",
     "history_items",
     "load_messages",
     "relax_durability",
     "send_post_save",
     "set_status",
+    "size",
     "to_openai",
     "update_call_if",
     "with_retries",

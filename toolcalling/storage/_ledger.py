@@ -35,7 +35,7 @@ from ..models import Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json, unique_call_ids
 from ..usage import UNPRICED, Cost, Increment, Meter, Pricing, add_cost, cost_increments
 from ..usage import Usage as Counts
-from ._memory import estimated_usage
+from ._estimates import estimated_usage
 from ._writes import (
     OPEN_CALL_STATUSES,
     RUNNING,
