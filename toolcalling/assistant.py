@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from .conf import API_CHOICES, toolcalling_settings
 from .exceptions import ImproperlyDefined
+from .hooks import Hook
 from .model_apis import load_model_api
 from .toolkit import Tool, ToolContext, ToolSource, assistants, check_extras
 from .toolkit import tools as tool_registry
@@ -32,7 +33,7 @@ class Assistant:
     model: ClassVar[str | None] = None  # None: TOOLCALLING["MODEL"]
     model_options: ClassVar[dict[str, Any]] = {}  # extra request keys of the model API (e.g. temperature)
     api: ClassVar[str | None] = None  # the model API: None: TOOLCALLING["API"] ("chat_completions", "responses")
-    hooks: ClassVar[list[Any]] = []  # hook instances run around this assistant's loop
+    hooks: ClassVar[list[Hook]] = []  # hook instances run around this assistant's loop
     permission: ClassVar[str | None] = None  # a Django permission needed to use this assistant at all
     # Memory: "full" sends earlier turns with their tool calls and results, "final" only each question and
     # its final answer. The budgets drop the oldest whole turns; None means no limit.
@@ -128,7 +129,7 @@ class Assistant:
         (which always apply). Override for per-user policy, e.g. more tokens for paying customers."""
         return list(self.usage_limits)
 
-    def get_hooks(self) -> list[Any]:
+    def get_hooks(self) -> list[Hook]:
         return [*toolcalling_settings.HOOKS, *self.hooks]
 
     def get_output_spec(self, output_type: type[BaseModel] | None = None) -> OutputSpec | None:

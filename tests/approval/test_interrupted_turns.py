@@ -19,7 +19,7 @@ from tests.approvalapp.models import Counter
 from toolcalling import Assistant, approval, engine
 from toolcalling.conf import toolcalling_settings
 from toolcalling.engine import Turn, conversation_for
-from toolcalling.engine._turn import Answered, CallsAnswered
+from toolcalling.engine._turn import CallsHandled, Replied
 from toolcalling.exceptions import TurnError, TurnInterrupted
 from toolcalling.models import Conversation, Message, ToolCall
 
@@ -61,7 +61,7 @@ def test_a_turn_that_died_after_storing_the_answer_runs_its_calls_once_and_asks_
 ):
     # Died with the answer stored and its calls not run (or the first one running: nothing stored tells).
     model.calls(("send_receipt", {"amount": 1}), ("charge", {"amount": 2}))
-    conversation = turn_until(alice, model, "receipt and charge", lambda step: isinstance(step, Answered))
+    conversation = turn_until(alice, model, "receipt and charge", lambda step: isinstance(step, Replied))
     asked = requests_made(model)
     model.reply("Done: receipt sent, card charged.")
     with django_capture_on_commit_callbacks(execute=True):
@@ -84,7 +84,7 @@ def test_a_call_that_may_have_started_in_a_dead_turn_waits_for_a_person_and_the_
     alice, approver, model, django_capture_on_commit_callbacks
 ):
     model.calls(("charge", {"amount": 2}), ("send_receipt", {"amount": 2}))
-    conversation = turn_until(alice, model, "charge and receipt", lambda step: isinstance(step, Answered))
+    conversation = turn_until(alice, model, "charge and receipt", lambda step: isinstance(step, Replied))
     with django_capture_on_commit_callbacks(execute=True):
         approval.sweep()
     charge, receipt = ToolCall.objects.filter(conversation=conversation).order_by("index")
@@ -117,7 +117,7 @@ def test_a_turn_that_died_between_two_calls_runs_only_those_not_answered(
     steps = turn.iter("two charges")
     abandoned.append(steps)
     answered = next(steps)
-    assert isinstance(answered, Answered)
+    assert isinstance(answered, Replied)
     first = answered.calls[0]
     turn.calls.handle(first)  # the first call ran and its result was stored; then the process died
     Conversation.objects.filter(pk=conversation.pk).update(
@@ -138,7 +138,7 @@ def test_a_turn_that_died_between_a_result_and_the_next_request_asks_the_model_o
     alice, model, django_capture_on_commit_callbacks
 ):
     model.calls(("charge", {"amount": 5}))
-    conversation = turn_until(alice, model, "charge 5", lambda step: isinstance(step, CallsAnswered))
+    conversation = turn_until(alice, model, "charge 5", lambda step: isinstance(step, CallsHandled))
     asked = requests_made(model)
     model.reply("Charged 5.")
     with django_capture_on_commit_callbacks(execute=True):
@@ -152,7 +152,7 @@ def test_a_turn_that_died_between_a_result_and_the_next_request_asks_the_model_o
 
 def test_a_turn_quiet_for_less_than_the_timeout_is_left_alone(alice, model):
     model.calls(("charge", {"amount": 5}))
-    conversation = turn_until(alice, model, "charge 5", lambda step: isinstance(step, Answered))
+    conversation = turn_until(alice, model, "charge 5", lambda step: isinstance(step, Replied))
     Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
     assert approval.sweep().resumed == []
     assert Conversation.objects.get(pk=conversation.pk).status == "running"
@@ -227,7 +227,7 @@ def test_what_a_failing_atomic_tool_wrote_is_undone_and_its_error_goes_to_the_mo
 def test_a_dead_turns_atomic_call_runs_again_exactly_once(alice, model, django_capture_on_commit_callbacks):
     # Its process died inside the transaction: what the tool wrote went with it, so it simply runs again.
     model.calls(("book_seat", {"seat": "7C"}))
-    conversation = turn_until(alice, model, "book 7C", lambda step: isinstance(step, Answered))
+    conversation = turn_until(alice, model, "book 7C", lambda step: isinstance(step, Replied))
     model.reply("Booked 7C.")
     with django_capture_on_commit_callbacks(execute=True):
         approval.sweep()
@@ -244,7 +244,7 @@ def test_a_call_of_unknown_outcome_in_a_turn_taken_over_by_the_next_message_is_a
     # conversation is still the dead turn's. The next message takes the conversation over: the call is answered
     # (it may have run, nobody knows), so the history it sends is one the API takes.
     model.calls(("charge", {"amount": 2}))
-    conversation = turn_until(alice, model, "charge", lambda step: isinstance(step, Answered))
+    conversation = turn_until(alice, model, "charge", lambda step: isinstance(step, Replied))
     (charge,) = ToolCall.objects.filter(conversation=conversation)
     assert approval.run(charge.pk) is False
     assert ToolCall.objects.get(pk=charge.pk).status == "outcome_unknown"

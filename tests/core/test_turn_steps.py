@@ -2,7 +2,7 @@
 
 from toolcalling import Assistant
 from toolcalling.engine import Turn, conversation_for
-from toolcalling.engine._turn import Answered, CallsAnswered, Ended
+from toolcalling.engine._turn import CallsHandled, Ended, Replied
 from toolcalling.models import Conversation
 
 
@@ -10,9 +10,9 @@ def shape(steps):
     """Each step as ``(kind, what it says)``."""
     out = []
     for step in steps:
-        if isinstance(step, Answered):
+        if isinstance(step, Replied):
             out.append(("answered", [c.name for c in step.calls]))
-        elif isinstance(step, CallsAnswered):
+        elif isinstance(step, CallsHandled):
             out.append(("calls answered", step.ending))
         else:
             assert isinstance(step, Ended)
@@ -57,7 +57,7 @@ def test_letting_go_of_a_running_turn_fails_it_with_its_calls_answered(model, al
     conversation = conversation_for(assistant, alice, None)
     steps = Turn(assistant, conversation, user=alice).iter("1 + 1?")
     first = next(steps)
-    assert isinstance(first, Answered) and first.calls[0].status == "running"
+    assert isinstance(first, Replied) and first.calls[0].status == "running"
     steps.close()  # the consumer goes away before the calls run
     conversation.refresh_from_db()
     assert conversation.status == "failed" and "stopped by its caller" in conversation.error

@@ -9,7 +9,7 @@ from toolcalling.models import Conversation, UsageCounter
 from toolcalling.testing import Reply, ToolCall
 from toolcalling.testing import Usage as Reported
 from toolcalling.testutils import override_toolcalling
-from toolcalling.usage import Usage
+from toolcalling.usage import Counts
 
 from .conftest import post, used
 
@@ -57,7 +57,7 @@ def test_every_count_marks_the_rows_it_adds_to_as_updated_at_its_moment(db, rese
         if deleted:  # a cleanup job deleted the rows the process remembers: they are made again
             UsageCounter.objects.all().delete()
         with transaction.atomic():
-            counting.count(Usage(tokens=7, turns=1), moment, reserve=reserve, status="idle")
+            counting.count(Counts(tokens=7, turns=1), moment, reserve=reserve, status="idle")
     rows = {(row.scope, row.tokens, row.turns, row.updated_at) for row in UsageCounter.objects.all()}
     assert rows == {("site", 7, 1, moment), ("assistant", 7, 1, moment)}
 

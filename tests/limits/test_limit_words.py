@@ -10,7 +10,7 @@ from django.test import override_settings
 from django.utils import translation
 
 from toolcalling.testutils import override_toolcalling
-from toolcalling.usage import Usage, UsageLimit, exceeded, scope_key, window
+from toolcalling.usage import Counts, UsageLimit, exceeded, scope_key, window
 
 END = datetime.datetime(2026, 3, 2, tzinfo=datetime.UTC)
 NOW = END - datetime.timedelta(hours=5)
@@ -99,4 +99,4 @@ def test_without_time_zones_periods_are_naive():
 def test_an_unknown_period_is_an_error_and_usage_is_true_when_anything_was_counted():
     with pytest.raises(ValueError, match="Unknown period 'week'; one of hour, day, month."):
         window("week", END)
-    assert not Usage() and Usage(tokens=1) and Usage(turns=1) and Usage(tool_calls=1)
+    assert not Counts() and Counts(tokens=1) and Counts(turns=1) and Counts(tool_calls=1)

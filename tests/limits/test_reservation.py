@@ -10,7 +10,7 @@ from django.utils import timezone
 from toolcalling.exceptions import UsageLimitExceeded
 from toolcalling.models import UsageCounter
 from toolcalling.testutils import override_toolcalling
-from toolcalling.usage import Meter, Usage, UsageLimit, window
+from toolcalling.usage import Counts, Meter, UsageLimit, window
 from toolcalling.usage._meter import Counted
 
 DAY = UsageLimit(quantity="turns", maximum=5, per="site", period="day")
@@ -62,17 +62,17 @@ def test_a_turn_is_refused_when_the_locked_rows_have_no_room_for_what_it_counts(
     counted(DAY, turns=used)
     if refused:
         with pytest.raises(UsageLimitExceeded):
-            reserve(meter(DAY), Usage(turns=counts))
+            reserve(meter(DAY), Counts(turns=counts))
         assert row(DAY).turns == used  # nothing of a refused turn is counted
     else:
-        reserve(meter(DAY), Usage(turns=counts))
+        reserve(meter(DAY), Counts(turns=counts))
         assert row(DAY).turns == used + counts
 
 
 def test_a_limit_at_its_maximum_refuses_even_what_adds_nothing_to_it(db):
     counted(MONTH, tokens=1000)
     with pytest.raises(UsageLimitExceeded) as refused:
-        reserve(meter(MONTH), Usage(turns=1))
+        reserve(meter(MONTH), Counts(turns=1))
     assert refused.value.limit["quantity"] == "tokens" and refused.value.limit["used"] == 1000
 
 
@@ -81,7 +81,7 @@ def test_the_refusal_names_the_limit_that_lasts_longest_with_the_conversations_s
     counted(MONTH, tokens=1000)
     before = timezone.now()
     with pytest.raises(UsageLimitExceeded) as refused:
-        reserve(meter(DAY, MONTH), Usage(turns=1))
+        reserve(meter(DAY, MONTH), Counts(turns=1))
     error = refused.value
     end = window("month", before)[1]
     assert error.status == "idle"
@@ -92,7 +92,7 @@ def test_the_refusal_names_the_limit_that_lasts_longest_with_the_conversations_s
     # The day's limit alone is told when it is the only one reached.
     counted(MONTH, tokens=0)
     with pytest.raises(UsageLimitExceeded) as refused:
-        reserve(meter(MONTH, DAY), Usage(turns=1))
+        reserve(meter(MONTH, DAY), Counts(turns=1))
     assert refused.value.limit["period"] == "day" and refused.value.limit["used"] == 5
 
 
@@ -101,22 +101,22 @@ def test_of_two_limits_full_that_reset_together_the_first_is_told(db):
     counted(DAY, turns=5)
     counted(tokens, tokens=10)
     with pytest.raises(UsageLimitExceeded) as refused:
-        reserve(meter(DAY, tokens), Usage(turns=1))
+        reserve(meter(DAY, tokens), Counts(turns=1))
     assert refused.value.limit["quantity"] == "turns"
 
 
 def test_a_money_limit_is_reserved_like_the_others(db):
     counted(MONEY, cost=Decimal("2.50"))
     with pytest.raises(UsageLimitExceeded) as refused:
-        reserve(meter(MONEY), Usage(turns=1))
+        reserve(meter(MONEY), Counts(turns=1))
     assert refused.value.limit["used"] == "2.5000000000" and refused.value.limit["maximum"] == "2.50"
     counted(MONEY, cost=Decimal("2.4999999999"))
-    reserve(meter(MONEY), Usage(turns=1))
+    reserve(meter(MONEY), Counts(turns=1))
     assert row(MONEY).turns == 1 and row(MONEY).cost == Decimal("2.4999999999")
 
 
 def test_only_a_reserving_count_is_refused(db):
     counted(DAY, turns=5)
     with transaction.atomic():
-        meter(DAY).count(Usage(turns=1, tokens=7), timezone.now())
+        meter(DAY).count(Counts(turns=1, tokens=7), timezone.now())
     assert (row(DAY).turns, row(DAY).tokens) == (6, 7)  # what a turn already spent is always counted

@@ -1,5 +1,6 @@
-"""One call's path — limit → validate → gate → hooks → run → answer — the same for a turn in a request, the
-stepper, and a worker running an approved call. Each call ends in an ``Answer`` that the caller acts on."""
+"""One call's path — limit → validate → gate → hooks → run → store its outcome — the same for a turn in a request,
+the stepper, and a worker running an approved call (``CallHandler``). Each call ends in an ``Outcome`` that the
+caller acts on; running a tool gives a ``ToolResult``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.db import transaction
 from django.utils import timezone
@@ -18,7 +19,7 @@ from pydantic import BaseModel
 from .. import storage
 from ..conf import toolcalling_settings
 from ..exceptions import InvalidArguments, ToolCallLimitExceeded, ToolExecutionError
-from ..hooks import TurnView
+from ..hooks import Hook, TurnView
 from ..models import Message, ToolCall
 from ..toolkit import Tool, assistants, result_to_text, split_extras, storable_json
 from ._observers import Observers
@@ -28,12 +29,18 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("toolcalling")
 
-Outcome = tuple[str, str, str]  # a tool run's (status, text for the model, error)
+
+class ToolResult(NamedTuple):
+    """What running a tool gave: the call's status, the text the model reads, and the error (``""`` if none)."""
+
+    status: str
+    text: str
+    error: str
 
 
 @dataclass(frozen=True, kw_only=True)
-class Answer:
-    """How one call of an answer was dealt with."""
+class Outcome:
+    """The outcome of one call: how it was dealt with."""
 
     message: Message | None
     """The tool message that answers the call, stored; ``None`` while the call waits for a decision."""
@@ -70,7 +77,7 @@ class Limits:
         return None
 
 
-class CallPath:
+class CallHandler:
     """Runs the calls of one conversation's turn (or one approved call) with the tools offered to its user.
 
     Writes go through ``ledger`` (the turn's claim). Every method returns what it stored; the caller adds it
@@ -85,7 +92,7 @@ class CallPath:
         view: TurnView,
         tools: dict[str, Tool],
         observers: Observers,
-        hooks: Iterable[Any] = (),
+        hooks: Iterable[Hook] = (),
         ledger: storage.Ledger,
         limits: Limits | None = None,
         extras: type[BaseModel] | None = None,
@@ -104,7 +111,7 @@ class CallPath:
         self.extras_exempt = set(extras_exempt)
         self.raise_errors = raise_errors
 
-    def handle(self, call: ToolCall, *, durable: bool = False) -> Answer:
+    def handle(self, call: ToolCall, *, durable: bool = False) -> Outcome:
         """Limit, validate, gate, run and answer one call. ``durable``: the result of a tool that ran is on disk
         before this returns (another call of the answer runs next: were the result lost with a database crash,
         a turn taken over would take the next call for one that never started, and run it again)."""
@@ -132,19 +139,20 @@ class CallPath:
             call.approver = tool.approver  # stored with the wait: who decides is fixed when the call starts waiting
             self.ledger.wait_for_approval(call)
             self.observers.call_waiting(call)
-            return Answer(message=None, text=None)
+            return Outcome(message=None, text=None)
         with self.observers.tool_span(call), self._together(tool):
             status, text, error = self._run(tool, call, arguments)
             if status == ToolCall.Status.FAILED:
                 return self._fail(call, text, error, detail=f"Tool {tool.name!r} failed: {error}", durable=durable)
             return self._answer(call, status, text, error, durable=durable)
 
-    def answer_decided(self, call: ToolCall, status: str, text: str) -> Answer:
-        """Answer a call its caller decided not to run (the stepper's ``skip`` and ``reject``); it still counts."""
+    def answer_decided(self, call: ToolCall, status: str, text: str) -> Outcome:
+        """Store the outcome of a call its caller decided not to run (the stepper's ``skip`` and ``reject``); it
+        still counts."""
         self.limits.take(call.name)
         return self._answer(call, status, text, "" if status == ToolCall.Status.SUCCEEDED else text)
 
-    def mark_unknown(self, call: ToolCall, reason: str) -> Answer | None:
+    def mark_unknown(self, call: ToolCall, reason: str) -> Outcome | None:
         """A call whose tool may have run in a process that died, and may not run again (not ``idempotent``): it
         waits for a person to say what happened (``outcome_unknown``), with its arguments as the tool got them.
         A call that cannot have run (no such tool, invalid arguments) is answered as ``handle`` answers it."""
@@ -168,7 +176,8 @@ class CallPath:
         return None
 
     def withdraw(self, call: ToolCall, text: str) -> Message:
-        """Answer a call that will not run because its turn was stopped (one awaiting approval included)."""
+        """Store the outcome of a call that will not run because its turn was stopped (one awaiting approval
+        included)."""
         return self.ledger.answer_call(call, status=ToolCall.Status.CANCELLED, result=text, error=text, waiting=True)
 
     def run_approved(self, call: ToolCall, *, note: str) -> Message | None:
@@ -214,7 +223,7 @@ class CallPath:
             self.view.assistant.on_argument_extras(call, extra_value)
         return arguments
 
-    def _run(self, tool: Tool, call: ToolCall, arguments: BaseModel) -> Outcome:
+    def _run(self, tool: Tool, call: ToolCall, arguments: BaseModel) -> ToolResult:
         call.started_at = call.started_at or timezone.now()
         self.ctx.tool_call = call
 
@@ -222,7 +231,7 @@ class CallPath:
         for hook in self.hooks:  # a hook may answer instead of the tool
             replaced = hook.before_tool_call(self.view, call, call.arguments)
             if replaced is not None:
-                return ToolCall.Status.SUCCEEDED, replaced, ""
+                return ToolResult(ToolCall.Status.SUCCEEDED, replaced, "")
         self.started.add(call.pk)  # from here on the tool may take effect, whatever happens next
         status, text, error = run_tool(tool, self.ctx, arguments, using=self.ledger.db if tool.atomic else None)
         call.status, call.error = status, error
@@ -230,21 +239,21 @@ class CallPath:
             changed = hook.after_tool_call(self.view, call, text)
             if changed is not None:
                 text = changed
-        return status, text, error
+        return ToolResult(status, text, error)
 
-    def _run_approved(self, call: ToolCall) -> Outcome:
+    def _run_approved(self, call: ToolCall) -> ToolResult:
         revoked = revoked_right(self.view.assistant, self.view.user, call.name)
         if revoked is not None:
-            return ToolCall.Status.FAILED, f"Error: not run: {revoked}.", revoked
+            return ToolResult(ToolCall.Status.FAILED, f"Error: not run: {revoked}.", revoked)
         tool = self.tools.get(call.name)
         if tool is None:
             gone = f"the tool {call.name!r} is not available"
-            return ToolCall.Status.FAILED, f"Error: {gone}.", gone
+            return ToolResult(ToolCall.Status.FAILED, f"Error: {gone}.", gone)
         try:
             arguments = tool.parse_arguments(call.arguments)
         except InvalidArguments as exc:
             invalid = f"invalid arguments for {tool.name}: {exc}"
-            return ToolCall.Status.FAILED, f"Error: {invalid}.", invalid
+            return ToolResult(ToolCall.Status.FAILED, f"Error: {invalid}.", invalid)
         return self._run(tool, call, arguments)
 
     def _fail(
@@ -256,21 +265,21 @@ class CallPath:
         detail: str = "",
         cause: Exception | None = None,
         durable: bool = False,
-    ) -> Answer:
-        """Answer a failed call; with ``raise_errors`` the answer ends the turn. The one place that decides it."""
+    ) -> Outcome:
+        """Store a failed call's outcome; with ``raise_errors`` it ends the turn. The one place that decides it."""
         answer = self._answer(call, ToolCall.Status.FAILED, text, text if error is None else error, durable=durable)
         if not self.raise_errors:
             return answer
         failure = ToolExecutionError(detail or text.removeprefix("Error: "))
         failure.__cause__ = cause
-        return Answer(message=answer.message, text=text, error=failure)
+        return Outcome(message=answer.message, text=text, error=failure)
 
-    def _answer(self, call: ToolCall, status: str, text: str, error: str, *, durable: bool = False) -> Answer:
+    def _answer(self, call: ToolCall, status: str, text: str, error: str, *, durable: bool = False) -> Outcome:
         message = self.ledger.answer_call(call, status=status, result=text, error=error, durable=durable)
-        return Answer(message=message, text=text)
+        return Outcome(message=message, text=text)
 
 
-def run_tool(tool: Tool, ctx: ToolContext, arguments: BaseModel, *, using: str | None = None) -> Outcome:
+def run_tool(tool: Tool, ctx: ToolContext, arguments: BaseModel, *, using: str | None = None) -> ToolResult:
     """Call a tool function; return ``(status, text for the model, error)``. Never raises for tool errors.
     ``using``: the tool runs in a savepoint on that database, so what a failing tool wrote is undone."""
     try:
@@ -279,11 +288,11 @@ def run_tool(tool: Tool, ctx: ToolContext, arguments: BaseModel, *, using: str |
         else:
             with transaction.atomic(using=using):
                 value = tool.invoke(ctx, arguments)
-        return ToolCall.Status.SUCCEEDED, result_to_text(value), ""
+        return ToolResult(ToolCall.Status.SUCCEEDED, result_to_text(value), "")
     except Exception as exc:
         logger.warning("tool %s failed: %s: %s", tool.name, type(exc).__name__, exc)
         error = f"{type(exc).__name__}: {exc}"
-        return ToolCall.Status.FAILED, f"Error: {error}", error
+        return ToolResult(ToolCall.Status.FAILED, f"Error: {error}", error)
 
 
 def revoked_right(assistant: Any, user: Any, name: str) -> str | None:
@@ -310,7 +319,7 @@ def run_approved_call(call: ToolCall, *, note: str) -> bool:
     observers = Observers(view)
     tools = {t.name: t for t in assistant.get_tools(view.context)}
     ledger = storage.Ledger(conversation)  # no turn holds the conversation: the call's status guards its answer
-    path = CallPath(view=view, tools=tools, observers=observers, hooks=assistant.get_hooks(), ledger=ledger)
+    path = CallHandler(view=view, tools=tools, observers=observers, hooks=assistant.get_hooks(), ledger=ledger)
     message = path.run_approved(call, note=note)
     if message is None:
         return False

@@ -40,7 +40,7 @@ from ..model_apis import ModelReply, RequestedCall
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants, storable
 from ._observers import Listener
-from ._turn import AWAITING_APPROVAL, IDLE, Answered, CallsAnswered, ModelWait, Turn
+from ._turn import CallsHandled, Ending, ModelWait, Replied, Turn
 
 if TYPE_CHECKING:
     from ..toolkit import AssistantLike
@@ -232,35 +232,35 @@ async def arun_turn(
 class CallsStep:
     """One model answer with tool calls. Decide each call (``skip``, ``reject``; the rest run), then ``execute``."""
 
-    def __init__(self, stepper: Stepper, answered: Answered) -> None:
+    def __init__(self, stepper: Stepper, replied: Replied) -> None:
         self.stepper = stepper
-        self.answered = answered
+        self.replied = replied
         self.executed = False
 
     @property
     def message(self) -> Message:
         """The stored assistant message that asked for the calls."""
-        return self.answered.message
+        return self.replied.message
 
     @property
     def calls(self) -> list[ToolCall]:
-        return self.answered.calls
+        return self.replied.calls
 
     def skip(self, call: ToolCall, result: str) -> None:
         """Do not run the tool; the model reads ``result`` as if the tool had returned it."""
-        self.answered.decisions[self._own(call).pk] = (ToolCall.Status.SUCCEEDED, result)
+        self.replied.decisions[self._own(call).pk] = (ToolCall.Status.SUCCEEDED, result)
 
     def reject(self, call: ToolCall, reason: str = "") -> None:
         """Do not run the tool; the model is told it was rejected (and why)."""
         text = f"Not run: the call was rejected{': ' + reason if reason else ''}."
-        self.answered.decisions[self._own(call).pk] = (ToolCall.Status.REJECTED, text)
+        self.replied.decisions[self._own(call).pk] = (ToolCall.Status.REJECTED, text)
 
     def execute(self) -> None:
         """Answer every call: run the undecided ones (through validation, limits, approval and hooks)."""
         if self.executed:
             raise RuntimeError("This step was executed already.")
         self.executed = True
-        self.answered.held = True  # the caller may have taken its time since the answer was stored
+        self.replied.held = True  # the caller may have taken its time since the answer was stored
         self.stepper.run_calls()
 
     def _own(self, call: ToolCall) -> ToolCall:
@@ -302,7 +302,7 @@ class Stepper:
         self.started = True
         self.current = None
         for step in self.steps:
-            if isinstance(step, Answered) and step.calls:
+            if isinstance(step, Replied) and step.calls:
                 self.current = CallsStep(self, step)
                 return self.current
         return None
@@ -310,7 +310,7 @@ class Stepper:
     def run_calls(self) -> None:
         """Let the turn run the current step's calls; if they end the turn, its end is stored too."""
         outcome = next(self.steps)
-        if isinstance(outcome, CallsAnswered) and outcome.ending is not None:
+        if isinstance(outcome, CallsHandled) and outcome.ending is not None:
             next(self.steps, None)
 
     def __iter__(self) -> Iterator[CallsStep]:
@@ -379,7 +379,7 @@ def close_direct(turn: Turn) -> None:
     turn.claim(continuing=True)
     with turn.guard():
         turn.start(None)
-        turn.end(IDLE)
+        turn.end(Ending.IDLE)
 
 
 # Direct calls, stop and recovery -------------------------------------------------------------------------
@@ -412,7 +412,7 @@ def call_directly(
         # (or waits for a decision) the turn is over, as no model waits for its result.
         turn.start(None)
         calls = turn.store(ModelReply(content="", tool_calls=[asked])).calls
-        turn.end(turn.run_calls(calls).ending or IDLE)
+        turn.end(turn.run_calls(calls).ending or Ending.IDLE)
     # No call when a hook ended the turn (``EndTurn``) before it was stored; its message is the last one.
     return calls[0] if calls else None
 
@@ -443,11 +443,11 @@ def stop_turn(conversation: Conversation) -> None:
 
 def resume_stale_turn(conversation: Conversation) -> bool:
     """Take over the turn of ``conversation`` if it went quiet for ``STALE_TURN_TIMEOUT`` (its process died) and
-    go on from what is stored, with no model request repeated whose answer was stored and no call run twice; False
+    go on from what is stored, with no model request repeated whose outcome was stored and no call run twice; False
     if it was not quiet (or another process took it over first).
 
-    A turn stores the model's answer with its calls (``running``, none started) before it runs them, one after
-    another, each answer stored as it comes. So of the calls still open when the process died, only the first may
+    A turn stores the model's outcome with its calls (``running``, none started) before it runs them, one after
+    another, each outcome stored as it comes. So of the calls still open when the process died, only the first may
     have started: it runs again if its tool may (``idempotent``, with the same ``ctx.idempotency_key``, or
     ``atomic``), and otherwise waits for a person to say what happened (``outcome_unknown``); the calls after it
     never started and run now. The turn then waits as a turn with gated calls does, and the approval machinery
@@ -470,12 +470,12 @@ def resume_stale_turn(conversation: Conversation) -> bool:
         for position, call in enumerate(open_calls.order_by("message_id", "index")):
             tool = turn.tools.get(call.name)
             if position == 0 and not (tool is not None and tool.may_run_again):
-                answer = turn.calls.mark_unknown(call, INTERRUPTED)
+                outcome = turn.calls.mark_unknown(call, INTERRUPTED)
             else:
-                answer = turn.calls.handle(call)
-            if answer is not None and answer.message is not None:
-                turn.answered(call, answer.message)
-            if answer is not None and answer.error is not None:
-                raise answer.error
-        turn.end(AWAITING_APPROVAL)
+                outcome = turn.calls.handle(call)
+            if outcome is not None and outcome.message is not None:
+                turn.record_outcome(call, outcome.message)
+            if outcome is not None and outcome.error is not None:
+                raise outcome.error
+        turn.end(Ending.AWAITING_APPROVAL)
     return True

@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError, router, transaction
@@ -42,14 +43,13 @@ from ..exceptions import (
     TurnInterrupted,
     TurnNotStored,
 )
-from ..hooks import EndTurn, ModelRequest, TurnView
+from ..hooks import EndTurn, Hook, ModelRequest, TurnView
 from ..model_apis import DeltaCallback, ModelAPI, ModelReply, get_model_api
 from ..models import Attachment, Conversation, Message, ToolCall
 from ..toolkit import SEARCH_TOOL_NAME, Tool, ToolSearch, check_extras, search_enabled, with_extras
-from ..usage import Meter, Pricing
-from ..usage import Usage as Counts
+from ..usage import Counts, Meter, Pricing
 from . import _memory as memory
-from ._calls import CallPath, Limits
+from ._calls import CallHandler, Limits
 from ._observers import Listener, Observers
 from ._structured import OutputCheck
 
@@ -58,20 +58,29 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("toolcalling")
 
-IDLE = Conversation.Status.IDLE
-AWAITING_APPROVAL = Conversation.Status.AWAITING_APPROVAL
-FAILED = Conversation.Status.FAILED
-STOPPED = "stopped"  # how a turn ends when its owner stopped it: the conversation is idle again
+
+class Ending(StrEnum):
+    """How a turn ends: each but ``STOPPED`` is the conversation's status after it (a stopped turn leaves it idle)."""
+
+    IDLE = Conversation.Status.IDLE.value
+    """Answered (or ended by a hook): the conversation takes the next message."""
+    AWAITING_APPROVAL = Conversation.Status.AWAITING_APPROVAL.value
+    """Calls wait for a decision; the turn goes on once none is left."""
+    FAILED = Conversation.Status.FAILED.value
+    STOPPED = "stopped"
+    """Its owner stopped it."""
+
+
 STOPPED_REASON = "stopped by the user."
 
 
 # What the steps return: plain values that say what happened and how the turn goes on. ``Turn.iter()`` yields
-# an ``Answered`` per model answer, a ``CallsAnswered`` after the calls of an answer that asked for some, and
+# an ``Replied`` per model answer, a ``CallsHandled`` after the calls of an answer that asked for some, and
 # last one ``Ended``.
 
 
 @dataclass(kw_only=True, eq=False)
-class Answered:
+class Replied:
     """The model answered (or a client asked for calls directly), and the answer is stored."""
 
     message: Message
@@ -85,11 +94,11 @@ class Answered:
 
 
 @dataclass(kw_only=True, eq=False)
-class CallsAnswered:
+class CallsHandled:
     """Every call of one answer was run and answered, or waits for a decision."""
 
     calls: list[ToolCall]
-    ending: str | None
+    ending: Ending | None
     """How the turn ends after them (``awaiting_approval``; ``idle`` when every call was return-direct;
     ``stopped``), or ``None``: the model is asked again."""
 
@@ -104,7 +113,7 @@ class Ended:
     """Whether its owner stopped it."""
 
 
-Step = Answered | CallsAnswered | Ended
+Step = Replied | CallsHandled | Ended
 
 
 @dataclass(kw_only=True, eq=False)
@@ -143,7 +152,7 @@ class Turn:
         user = user if user is not None else conversation.user
         self.view = TurnView(assistant=assistant, conversation=conversation, user=user,
                              context=assistant.build_context(user, conversation), stream=stream)  # fmt: skip
-        self.hooks = assistant.get_hooks()
+        self.hooks: list[Hook] = assistant.get_hooks()
         self.meter = Meter.build(assistant, self.view.context)  # usage limits across turns, counted by the ledger
         self.pricing = Pricing(assistant.get_model(), assistant.get_price_provider())  # what its answers cost
         # token: a claim made elsewhere
@@ -165,7 +174,7 @@ class Turn:
         spec = assistant.get_output_spec(output_type)
         self.output = OutputCheck(spec) if spec is not None else None
         self.limits = Limits()
-        self.calls = CallPath(
+        self.calls = CallHandler(
             view=self.view,
             tools=self.tools,
             observers=self.observers,
@@ -215,15 +224,15 @@ class Turn:
             content = None  # stored with the claim, in one transaction
         with self.guard():
             self.start(content)
-            ending: str | None = None
+            ending: Ending | None = None
             while ending is None:
-                answered = yield from self.answer()
+                answered = yield from self.get_reply()
                 if answered is None:  # the owner's stop request, read by the last write
-                    ending = STOPPED
+                    ending = Ending.STOPPED
                     break
                 yield answered
                 if not answered.calls:
-                    ending = IDLE
+                    ending = Ending.IDLE
                     break
                 if answered.held:
                     self.ledger.check_stop()  # the consumer may have taken its time since the answer was stored
@@ -257,7 +266,7 @@ class Turn:
             self.meter.add(turns=1)  # counted here when limits apply, else with the turn's end
             self.turn_counted = True
         title = " ".join(content.split())[:80] if content is not None else None
-        if self.creating and content is not None and not self.attachments and not (reserve and self.meter.urgent):
+        if self.creating and content is not None and not self.attachments and not (reserve and self.meter.limited):
             # Nobody can know the conversation before it is stored, nor need refusing: the first write stores it
             # (a message with files is stored here: its uploads are given to it in the same transaction).
             token, self.opening = self.ledger.claim_later(content, title or "")
@@ -275,7 +284,7 @@ class Turn:
                 if content is not None:  # the claim just made is the fence of this write
                     opening = storage.add_message(conv, Message.Role.USER, content)
                     attach(opening, self.attachments)
-                if reserve and self.meter.urgent:  # the turn, and the message with it, only if a limit has room
+                if reserve and self.meter.limited:  # the turn, and the message with it, only if a limit has room
                     self.ledger.count_usage(reserve=True, status=before[0])
             return token, opening
 
@@ -295,7 +304,7 @@ class Turn:
         the conversation is ``idle`` again and the turn the claim counted is taken back, so the counters still
         equal the stored messages. False if the claim was lost meanwhile."""
         counted = (
-            Counts(turns=1) if self.turn_counted and self.meter.urgent and not self.meter.pending.turns else Counts()
+            Counts(turns=1) if self.turn_counted and self.meter.limited and not self.meter.pending.turns else Counts()
         )
         return self.ledger.release(counted)
 
@@ -305,11 +314,13 @@ class Turn:
             self.ledger.token = storage.claim_new(conv, title=title or "")
             return self.ledger.token
         if continuing:
-            self.ledger.token = storage.claim(conv, from_statuses=[AWAITING_APPROVAL])
+            self.ledger.token = storage.claim(conv, from_statuses=[Conversation.Status.AWAITING_APPROVAL])
             if self.ledger.token is None:
                 raise ConversationBusy(_("The conversation is not waiting to continue."), status=conv.status)
             return self.ledger.token
-        token = self.ledger.token = storage.claim(conv, from_statuses=[IDLE, FAILED], title=title)
+        token = self.ledger.token = storage.claim(
+            conv, from_statuses=[Conversation.Status.IDLE, Conversation.Status.FAILED], title=title
+        )
         if token is not None:
             return token
         if self.take_over():
@@ -318,7 +329,7 @@ class Turn:
                 self.ledger.set_title_if_empty(title)
             return self.ledger.token
         conv.refresh_from_db(fields=["status"])
-        if conv.status == AWAITING_APPROVAL:
+        if conv.status == Conversation.Status.AWAITING_APPROVAL:
             yours = conv.tool_calls.filter(status=ToolCall.Status.AWAITING_APPROVAL, approver="user").exists()
             raise ConversationBusy(
                 _("A tool call waits for you to confirm or decline it first.")
@@ -349,7 +360,7 @@ class Turn:
     def start(self, content: str | None) -> None:
         """Store the user's message (unless the claim did) and load the history the model will see."""
         if content is not None:
-            if not self.turn_counted and not self.meter.urgent:  # else the claim counted it (see ``claim``)
+            if not self.turn_counted and not self.meter.limited:  # else the claim counted it (see ``claim``)
                 self.meter.add(turns=1)  # stored with the turn's end
             message = self.ledger.add_message(Message.Role.USER, content)
             attach(message, self.attachments)
@@ -370,7 +381,7 @@ class Turn:
                 self.ledger.call_ids = {call["id"] for item in items for call in item.get("tool_calls", ())}
         self.limits.count_current_turn(self.history.items)
 
-    def answer(self) -> Generator[Any, Any, Answered | None]:
+    def get_reply(self) -> Generator[Any, Any, Replied | None]:
         """Ask until the model gives an answer the turn can use, and store it; ``None`` when the owner asked
         the turn to stop (as the turn's last write found), so the model is not asked (again).
 
@@ -391,11 +402,11 @@ class Turn:
             return self.store(reply, data=verdict.value.model_dump(mode="json"))
         return None
 
-    def store(self, reply: ModelReply, *, data: Any = None) -> Answered:
+    def store(self, reply: ModelReply, *, data: Any = None) -> Replied:
         """Store an answer with its calls; a final answer and the turn's end in one transaction."""
-        message, calls = self.ledger.add_reply(reply, data=data, ending=None if reply.tool_calls else IDLE)
+        message, calls = self.ledger.add_reply(reply, data=data, ending=None if reply.tool_calls else Ending.IDLE)
         self.record(message)
-        return Answered(message=message, calls=calls)
+        return Replied(message=message, calls=calls)
 
     def ask(self) -> Generator[Any, Any, ModelReply]:
         """Send the history and the offered tools to the model once, if the turn's limits leave room for it.
@@ -424,7 +435,7 @@ class Turn:
             hook.after_model_call(self.view, reply)
         return reply
 
-    def run_calls(self, calls: list[ToolCall], decided: dict[int, tuple[str, str]] | None = None) -> CallsAnswered:
+    def run_calls(self, calls: list[ToolCall], decided: dict[int, tuple[str, str]] | None = None) -> CallsHandled:
         """Run (or queue for approval) each call of one answer in the order given.
 
         ``decided`` maps call ids to a ``(status, result)`` already chosen by the consumer (a stepper that
@@ -434,13 +445,13 @@ class Turn:
         for call in calls:
             # The write that stored the answer, or the last call's result, just now read any stop request.
             if self.ledger.stop_requested:
-                return CallsAnswered(calls=calls, ending=self.stop_calls(calls))
+                return CallsHandled(calls=calls, ending=self.stop_calls(calls))
             if decided and call.pk in decided:
                 answer = self.calls.answer_decided(call, *decided[call.pk])
             else:
-                answer = self.calls.handle(call, durable=call is not calls[-1])  # see ``CallPath.handle``
+                answer = self.calls.handle(call, durable=call is not calls[-1])  # see ``CallHandler.handle``
             if answer.message is not None:
-                self.answered(call, answer.message)
+                self.record_outcome(call, answer.message)
             if answer.error is not None:
                 raise answer.error
             tool = self.tools.get(call.name)
@@ -448,33 +459,33 @@ class Turn:
                 direct.append(answer.text or "")
         if any(c.status == ToolCall.Status.AWAITING_APPROVAL for c in calls):
             self.observers.awaiting_approval([c for c in calls if c.requires_approval])
-            return CallsAnswered(calls=calls, ending=AWAITING_APPROVAL)
+            return CallsHandled(calls=calls, ending=Ending.AWAITING_APPROVAL)
         if len(direct) == len(calls):  # the results are the reply
-            self.record(self.ledger.add_message(Message.Role.ASSISTANT, "\n\n".join(direct), ending=IDLE))
-            return CallsAnswered(calls=calls, ending=IDLE)
-        return CallsAnswered(calls=calls, ending=None)
+            self.record(self.ledger.add_message(Message.Role.ASSISTANT, "\n\n".join(direct), ending=Ending.IDLE))
+            return CallsHandled(calls=calls, ending=Ending.IDLE)
+        return CallsHandled(calls=calls, ending=None)
 
-    def stop_calls(self, calls: list[ToolCall]) -> str:
+    def stop_calls(self, calls: list[ToolCall]) -> Ending:
         """The owner stopped the turn: this answer's calls not run (or waiting) are answered "stopped by the user"."""
         for call in calls:
             unanswered = call.status in (ToolCall.Status.RUNNING, ToolCall.Status.AWAITING_APPROVAL)
             if unanswered and call.pk not in self.calls.started:
-                self.answered(call, self.calls.withdraw(call, f"Not run: {STOPPED_REASON}"))
-        return STOPPED
+                self.record_outcome(call, self.calls.withdraw(call, f"Not run: {STOPPED_REASON}"))
+        return Ending.STOPPED
 
     # How the turn ends -------------------------------------------------------------------------------
 
-    def end(self, status: str, error: str = "") -> None:
+    def end(self, ending: Ending, error: str = "") -> None:
         """Store how the turn ended and tell everyone; once. A ``stopped`` turn leaves the conversation ``idle``."""
         if self.ended:
             return
         self.ended = True
-        if status == STOPPED:
+        if ending == Ending.STOPPED:
             self.view.stopped = True
             for message in self.ledger.close_open_calls(STOPPED_REASON, started=self.calls.started, waiting=True):
                 self.record(message)
-            status = IDLE
-        self.ledger.set_status(status, error)
+            ending = Ending.IDLE
+        self.ledger.set_status(ending.value, error)
         self.announce_opening()  # when the turn's end was its first write
         try:
             for hook in reversed(self.hooks):
@@ -531,7 +542,7 @@ class Turn:
         for message in closed:
             self.record(message)
         self.observers.turn_failed(error, code)
-        self.end(FAILED, error)
+        self.end(Ending.FAILED, error)
 
     def end_early(self, message: str) -> None:
         """A hook raised ``EndTurn``: answer any open call, then its message is the reply."""
@@ -539,7 +550,7 @@ class Turn:
         for closed in self.ledger.close_open_calls(reason, started=self.calls.started):
             self.record(closed)
         self.record(self.ledger.add_message(Message.Role.ASSISTANT, message))
-        self.end(IDLE)
+        self.end(Ending.IDLE)
 
     def end_stale(self) -> bool:
         """End a turn whose process went quiet for ``STALE_TURN_TIMEOUT`` (it cannot hear a stop request) as
@@ -547,7 +558,7 @@ class Turn:
         if not self.take_over():
             return False
         with self.guard():
-            self.end(STOPPED)
+            self.end(Ending.STOPPED)
         return True
 
     # Parts of the steps -------------------------------------------------------------------------------
@@ -593,7 +604,7 @@ class Turn:
             opening, self.opening = self.opening, None
             self.observers.message_added(opening)
 
-    def answered(self, call: ToolCall, message: Message) -> None:
+    def record_outcome(self, call: ToolCall, message: Message) -> None:
         """A call's answer is stored: its message is announced first, then the call's outcome."""
         self.record(message)
         self.observers.answered(call)

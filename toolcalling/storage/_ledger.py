@@ -33,8 +33,7 @@ from ..exceptions import TurnInterrupted
 from ..model_apis import ModelReply, ModelRequest, Usage
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json, unique_call_ids
-from ..usage import UNPRICED, Cost, Increment, Meter, Pricing, add_cost, cost_increments
-from ..usage import Usage as Counts
+from ..usage import UNPRICED, Cost, Counts, Increment, Meter, Pricing, add_cost, cost_increments
 from ._estimates import estimated_usage
 from ._writes import (
     OPEN_CALL_STATUSES,
@@ -159,7 +158,7 @@ class Ledger:
                 self.stop_requested = True
             yield
             # Last, so the shared rows stay locked only until the commit; without limits, once, at the turn's end.
-            if meter is not None and meter.pending and not self.failed and (meter.urgent or ending is not None):
+            if meter is not None and meter.pending and not self.failed and (meter.limited or ending is not None):
                 counted = meter.pending
                 meter.count(counted, timezone.now())
         if counted is not None and meter is not None:

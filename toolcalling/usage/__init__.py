@@ -5,11 +5,12 @@ and settings, never turns or HTTP."""
 from ._costs import UNPRICED, Cost, Pricing, add_cost, cost_increments
 from ._increment import Increment
 from ._limits import PERIODS, QUANTITIES, SCOPES, UsageLimit, parse_limits, site_limits, window
-from ._meter import ALWAYS_COUNTED, Meter, Usage, exceeded, read_counters, scope_key
+from ._meter import ALWAYS_COUNTED, Counts, Meter, exceeded, read_counters, scope_key
 from ._prices import Price, configured_prices, currency_problem, price_for, price_problems
 from ._report import SHOWN_PERIODS, current, report
 
 __all__ = [
+    "Counts",
     "ALWAYS_COUNTED",
     "PERIODS",
     "QUANTITIES",
@@ -21,7 +22,6 @@ __all__ = [
     "Meter",
     "Price",
     "Pricing",
-    "Usage",
     "UsageLimit",
     "add_cost",
     "configured_prices",

@@ -38,7 +38,7 @@ MAX_KEY_LENGTH = 200
 
 
 @dataclass(frozen=True)
-class Usage:
+class Counts:
     """Amounts counted together."""
 
     tokens: int = 0
@@ -54,11 +54,11 @@ class Usage:
     def __bool__(self) -> bool:
         return bool(self.tokens or self.turns or self.tool_calls or self.cost or self.unpriced or self.unknown)
 
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(*(getattr(self, name) + getattr(other, name) for name in AMOUNTS))
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(*(getattr(self, name) + getattr(other, name) for name in AMOUNTS))
 
-    def __sub__(self, other: Usage) -> Usage:
-        return Usage(*(getattr(self, name) - getattr(other, name) for name in AMOUNTS))
+    def __sub__(self, other: Counts) -> Counts:
+        return Counts(*(getattr(self, name) - getattr(other, name) for name in AMOUNTS))
 
     def increments(self) -> dict[str, Any]:
         """Increments of a counter row by the amounts that are not zero (a cost stops at ``MAX_COST``)."""
@@ -103,7 +103,7 @@ class Meter:
     ) -> None:
         self.limits = list(limits)
         self.counted = list(dict.fromkeys(counted))
-        self.pending = Usage()  # counted, not yet stored (see ``add`` and ``flush``)
+        self.pending = Counts()  # counted, not yet stored (see ``add`` and ``flush``)
         # A model with no price under a cost limit: its turns are refused, never counted as free (see ``check``).
         self.unpriced_model = unpriced_model
 
@@ -175,9 +175,9 @@ class Meter:
         with tokens whose model has no price. ``unknown``: an answer whose usage the endpoint did not report
         (``tokens`` and ``cost`` are then what ``UNKNOWN_USAGE`` makes of it), unpriced whatever its cost."""
         unpriced = int((cost is None and tokens > 0) or unknown)
-        self.pending += Usage(tokens, turns, tool_calls, cost or Decimal(0), unpriced, int(unknown))
+        self.pending += Counts(tokens, turns, tool_calls, cost or Decimal(0), unpriced, int(unknown))
 
-    def stored(self, counts: Usage) -> None:
+    def stored(self, counts: Counts) -> None:
         """``counts`` of ``pending`` were added to the rows of ``row_ids`` by the caller's write."""
         self.pending -= counts
 
@@ -191,7 +191,9 @@ class Meter:
             self.count(counts, now)
         self.stored(counts)
 
-    def count(self, counts: Usage, now: datetime.datetime, *, reserve: bool = False, status: str | None = None) -> None:
+    def count(
+        self, counts: Counts, now: datetime.datetime, *, reserve: bool = False, status: str | None = None
+    ) -> None:
         """Add ``counts`` to the turn's rows, in the caller's transaction.
 
         The rows are locked first, in the order of their ids, and only then updated: turns that count into the
@@ -231,7 +233,7 @@ class Meter:
         if increments:
             counters().filter(pk__in=ids).update(updated_at=now, **increments)
 
-    def reserve(self, found: dict[tuple, dict[str, Any]], counts: Usage, now: datetime.datetime,
+    def reserve(self, found: dict[tuple, dict[str, Any]], counts: Counts, now: datetime.datetime,
                 status: str | None) -> None:  # fmt: skip
         """Refuse ``counts`` if a limit has no room for them in the locked rows ``found``: a limit whose counter
         is at its maximum refuses anything, and one of what is counted before it is spent (turns) refuses more
@@ -255,7 +257,7 @@ class Meter:
         self.row_ids(timezone.now())
 
     @property
-    def urgent(self) -> bool:
+    def limited(self) -> bool:
         """Whether counts must reach the rows before the next check (limits apply); otherwise the turn's end
         stores them, for the admin and ``GET usage/``."""
         return bool(self.limits)
