@@ -121,9 +121,8 @@ def _unknown_run(tool_call: ToolCall) -> str:
     if tool_call.started_at is not None:
         started = tool_call.started_at
         started = timezone.localtime(started) if timezone.is_aware(started) else started  # USE_TZ = False
-        started = formats.date_format(started, "DATETIME_FORMAT")
         text += " " + _("It started at %(started)s on %(worker)s.") % {
-            "started": started,
+            "started": formats.date_format(started, "DATETIME_FORMAT"),
             "worker": tool_call.worker or "?",
         }
     return text
