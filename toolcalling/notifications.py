@@ -1,5 +1,6 @@
 """Telling staff that a tool call waits for them: absolute links that open from a mail client, the people who
-may decide, and the text of the message with the call's preview. For a receiver of ``approval_requested``."""
+may decide, and the text of the message with the call's preview. For a receiver of ``approval_requested`` and of
+``tool_call_outcome_unknown`` (a call whose process died while it ran, waiting for someone to say what happened)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Q, QuerySet
 from django.urls import reverse
-from django.utils import translation
+from django.utils import formats, timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
@@ -80,11 +81,15 @@ def approvers(tool_call: ToolCall) -> QuerySet[Any]:
 
 def approval_notice(tool_call: ToolCall, *, admin_site: str = "admin", language: str | None = None) -> ApprovalNotice:
     """The subject, text and link of a message asking approvers to decide ``tool_call``, with its preview
-    computed now. In ``language`` (default: the active one)."""
+    computed now. In ``language`` (default: the active one).
+
+    For a call whose outcome is unknown (``outcome_unknown``) the message says so, with when and where it ran,
+    and asks them to say what happened instead."""
     with translation.override(language or translation.get_language()):
         url = approval_url(tool_call, admin_site=admin_site)
         found = approval.preview(tool_call)
         conversation = tool_call.conversation
+        unknown = tool_call.status == ToolCall.Status.OUTCOME_UNKNOWN
         arguments = json.dumps(tool_call.arguments, indent=2, ensure_ascii=False, sort_keys=True)
         parts = [
             _("%(user)s asked the assistant “%(assistant)s” to run %(tool)s.")
@@ -93,17 +98,34 @@ def approval_notice(tool_call: ToolCall, *, admin_site: str = "admin", language:
                 "assistant": _assistant_name(conversation.assistant_id),
                 "tool": tool_call.name,
             },
-            pgettext("toolcalling notification", "Arguments:") + "\n" + arguments,
         ]
+        if unknown:
+            parts[0] += " " + _unknown_run(tool_call)
+        parts.append(pgettext("toolcalling notification", "Arguments:") + "\n" + arguments)
         if found is not None:
             parts.append(pgettext("toolcalling notification", "Preview:") + "\n" + found.as_text())
-        parts.append(_("Approve or reject it here: %(url)s") % {"url": url})
-        return ApprovalNotice(
-            subject=pgettext("toolcalling notification", "Approval needed: %(tool)s") % {"tool": tool_call.name},
-            body="\n\n".join(parts) + "\n",
-            url=url,
-            preview=found,
-        )
+        if unknown:
+            parts.append(
+                _("Say what happened here (it took effect, it did not, or run it again): %(url)s") % {"url": url}
+            )
+            subject = pgettext("toolcalling notification", "Outcome unknown: %(tool)s") % {"tool": tool_call.name}
+        else:
+            parts.append(_("Approve or reject it here: %(url)s") % {"url": url})
+            subject = pgettext("toolcalling notification", "Approval needed: %(tool)s") % {"tool": tool_call.name}
+        return ApprovalNotice(subject=subject, body="\n\n".join(parts) + "\n", url=url, preview=found)
+
+
+def _unknown_run(tool_call: ToolCall) -> str:
+    """What is known of the run of a call whose outcome is unknown: that its process stopped, when and where."""
+    text = _("Its process stopped while it ran, before its result was stored, so whether it took effect is unknown.")
+    if tool_call.started_at is not None:
+        started = tool_call.started_at
+        started = timezone.localtime(started) if timezone.is_aware(started) else started  # USE_TZ = False
+        text += " " + _("It started at %(started)s on %(worker)s.") % {
+            "started": formats.date_format(started, "DATETIME_FORMAT"),
+            "worker": tool_call.worker or "?",
+        }
+    return text
 
 
 def _assistant_name(assistant_id: str) -> str:

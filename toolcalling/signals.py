@@ -15,5 +15,8 @@ tool_call_approved = Signal()
 tool_call_rejected = Signal()  # also kwargs: reason
 tool_call_cancelled = Signal()
 tool_call_expired = Signal()
+# A call whose process died while it ran, of a tool that may not run again, now waits for a person to say what
+# happened (``outcome_unknown``); sent once, after the status is stored. sender: ToolCall. kwargs: tool_call.
+tool_call_outcome_unknown = Signal()
 # sender: the Assistant class. kwargs: turn, messages.
 turn_finished = Signal()

@@ -10,8 +10,9 @@ class ShopConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from toolcalling.signals import approval_requested
+        from toolcalling.signals import approval_requested, tool_call_outcome_unknown
 
         from .notifications import tell_approvers
 
         approval_requested.connect(tell_approvers, dispatch_uid="shop.tell_approvers")
+        tool_call_outcome_unknown.connect(tell_approvers, dispatch_uid="shop.tell_approvers")

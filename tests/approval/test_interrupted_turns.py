@@ -256,3 +256,20 @@ def test_a_call_of_unknown_outcome_in_a_turn_taken_over_by_the_next_message_is_a
     assert delivered_keys("charge") == {}  # never run
     assert_history_valid(conversation.pk)
     assert not model.rejected, [r.errors for r in model.rejected]
+
+
+def test_staff_are_told_of_a_call_of_unknown_outcome_in_a_turn_the_sweep_took_over(
+    alice, approver, model, mailoutbox, django_capture_on_commit_callbacks
+):
+    approver.email = "carol@example.com"
+    approver.save()
+    model.calls(("charge", {"amount": 2}), ("send_receipt", {"amount": 2}))
+    conversation = turn_until(alice, model, "charge and receipt", lambda step: isinstance(step, Answered))
+    with django_capture_on_commit_callbacks(execute=True):
+        approval.sweep()
+        approval.sweep()  # found once, told once
+    charge = ToolCall.objects.get(conversation=conversation, name="charge")
+    assert charge.status == "outcome_unknown"
+    [mail] = mailoutbox
+    assert mail.to == ["carol@example.com"] and mail.subject == "Outcome unknown: charge"
+    assert f"/admin/toolcalling/toolcall/{charge.pk}/change/" in mail.body

@@ -10,9 +10,10 @@ from django.utils import timezone
 
 from tests.approval.test_decisions import assert_history_valid, post, tool_message
 from tests.approval.test_idempotency import delivered_keys
-from toolcalling import ToolContext, approval
+from toolcalling import ToolContext, approval, signals
 from toolcalling.exceptions import AlreadyDecided, DecisionNotAllowed
 from toolcalling.models import Conversation, Message, ToolCall
+from toolcalling.notifications import approval_notice
 
 
 @pytest.fixture
@@ -150,3 +151,58 @@ def test_the_user_settles_a_confirmed_call_of_unknown_outcome_through_the_api(
     assert (again.status_code, again.json()["code"], again.json()["status"]) == (409, "already_decided", "succeeded")
     assert Conversation.objects.get(pk=till["id"]).status == "idle"
     model.assert_done()
+
+
+def test_staff_are_told_when_a_call_whose_worker_died_waits_for_them(
+    api, till, model, approver, mailoutbox, django_capture_on_commit_callbacks
+):
+    # The demo shop's receiver (connected in its AppConfig.ready(), as a site would) tells approvers of both.
+    approver.email = "carol@example.com"
+    approver.save()
+    heard = []
+    signals.tool_call_outcome_unknown.connect(receiver := lambda sender, tool_call, **kw: heard.append(tool_call))
+    try:
+        call = died_while_running(api, till, model, approver, "approved_charge", django_capture_on_commit_callbacks)
+        mailoutbox.clear()  # the approval's own notice
+        ToolCall.objects.filter(pk=call.pk).update(worker="worker-7.example:4242")
+        approval.sweep()
+        approval.sweep()  # found once, told once
+    finally:
+        signals.tool_call_outcome_unknown.disconnect(receiver)
+    assert [(c.pk, c.status) for c in heard] == [(call.pk, "outcome_unknown")]
+    [mail] = mailoutbox
+    assert mail.to == ["carol@example.com"] and mail.subject == "Outcome unknown: approved_charge"
+    assert "alice asked the assistant “Till” to run approved_charge." in mail.body
+    assert "before its result was stored, so whether it took effect is unknown" in mail.body
+    assert "on worker-7.example:4242." in mail.body
+    assert mail.body.endswith(
+        "Say what happened here (it took effect, it did not, or run it again): "
+        f"http://testserver/admin/toolcalling/toolcall/{call.pk}/change/\n"
+    )
+    german = approval_notice(ToolCall.objects.get(pk=call.pk), language="de")
+    assert german.subject == "Ergebnis unbekannt: approved_charge" and "auf worker-7.example:4242." in german.body
+
+
+def test_a_redelivery_that_finds_the_worker_dead_tells_staff_too(
+    api, till, model, approver, mailoutbox, django_capture_on_commit_callbacks
+):
+    from toolcalling.tasks import run_approved_tool_call
+
+    approver.email = "carol@example.com"
+    approver.save()
+    call = died_while_running(api, till, model, approver, "approved_charge", django_capture_on_commit_callbacks)
+    mailoutbox.clear()
+    assert run_approved_tool_call.apply(args=[call.pk]).get() is False  # not run again: its outcome is unknown
+    assert ToolCall.objects.get(pk=call.pk).status == "outcome_unknown"
+    assert [m.subject for m in mailoutbox] == ["Outcome unknown: approved_charge"]
+
+
+def test_staff_are_not_told_of_a_user_confirmed_call_of_unknown_outcome(
+    api, alice, till, model, approver, mailoutbox, django_capture_on_commit_callbacks
+):
+    approver.email = "carol@example.com"
+    approver.save()
+    call = died_while_running(api, till, model, alice, "confirmed_charge", django_capture_on_commit_callbacks)
+    approval.sweep()
+    assert ToolCall.objects.get(pk=call.pk).status == "outcome_unknown"
+    assert mailoutbox == []  # its user says what happened, on the chat page

@@ -15,6 +15,7 @@ from django.db import router, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from .. import signals
 from ..conf import toolcalling_settings
 from ..engine import CONTINUE_CONVERSATION, RUN_APPROVED_TOOL_CALL, enqueue, run_approved_call
 from ..exceptions import NotRegistered, TaskQueueUnavailable
@@ -137,6 +138,7 @@ def mark_unknown(call: ToolCall) -> bool:
     )
     if marked:
         logger.error("tool call %s: %s; it waits for a person to say whether it took effect", call.pk, WORKER_STOPPED)
+        signals.tool_call_outcome_unknown.send(ToolCall, tool_call=call)
     return marked
 
 

@@ -22,7 +22,8 @@ def toolcalling_chat(
     context: template.Context, assistant_id: str, *, placeholder: str = "", examples: str = ""
 ) -> dict[str, Any]:
     """A chat with the assistant ``assistant_id`` for the signed-in user: their conversations, streamed
-    answers, tool activity, and the wait for staff approval. ``examples`` is a ``|``-separated list of
+    answers, tool activity, the wait for staff approval, and the user's own say on the calls they confirm (and on
+    such a call whose process stopped while it ran). ``examples`` is a ``|``-separated list of
     questions offered as buttons.
 
     The page needs the user's session (the API uses it) and Django's CSRF protection as usual.
@@ -73,6 +74,7 @@ def chat_texts() -> dict[str, str]:
         "status.rejected": pgettext("toolcalling chat", "declined"),
         "status.cancelled": pgettext("toolcalling chat", "withdrawn"),
         "status.expired": _("not decided in time"),
+        "status.outcome_unknown": pgettext("toolcalling chat", "interrupted"),
         "withdrawn": _("The request was withdrawn."),
         "turnFailed": _("The assistant could not finish this answer. You can send your message again."),
         "offlineUnsent": _(
@@ -100,6 +102,19 @@ def chat_texts() -> dict[str, str]:
         # The name a Confirm or Decline button has for screen readers: "Confirm: Cancel an order (order no: 7)".
         "choiceLabel": pgettext("toolcalling chat", "%(choice)s: %(call)s"),
         "previewFailed": _("The preview failed: %(error)s"),
+        # A call whose process stopped while it ran (outcome unknown): the user of a call they confirm says what
+        # happened; staff decide the others.
+        "unknownUser": _("It is not known whether this took effect."),
+        "unknownUserText": _("It was interrupted while it ran. Check, then say what happened:"),
+        "unknownStaff": _("Waiting for a staff member."),
+        "unknownStaffText": _("This was interrupted while it ran; a staff member checks whether it took effect:"),
+        "settleNote": _("What you found (optional)"),
+        "settleSucceeded": pgettext("toolcalling chat", "It happened"),
+        "settleRetry": pgettext("toolcalling chat", "Run it again"),
+        "settleFailed": pgettext("toolcalling chat", "It did not happen"),
+        "settledSucceeded": pgettext("toolcalling chat", "Marked as done."),
+        "settledRetry": _("It runs again now."),
+        "settledFailed": _("Marked as not done."),
         # Attachments (attach.js).
         "attachments": pgettext("toolcalling files of a message", "Attachments"),
         "uploading": pgettext("toolcalling chat", "Uploading %(name)s"),

@@ -6,7 +6,7 @@
 (function () {
   const STREAM = "text/event-stream";
   const readEvents = window.toolcallingReadEvents; // from sse.js, loaded first
-  const confirm = window.toolcallingConfirm; // from confirm.js: the user's own Confirm / Decline
+  const confirm = window.toolcallingConfirm; // from confirm.js: the user's own Confirm / Decline, and settle
   const attach = window.toolcallingAttach; // from attach.js: files picked, pasted or dropped
   const RECONNECT_MAX_MS = 10000;
   // Turn errors whose detail may quote a tool's exception or the model endpoint: end users get a neutral sentence.
@@ -34,6 +34,9 @@
     return text.charAt(0).toUpperCase() + text.slice(1);
   };
   const callLabel = (call) => call.label || humanise(call.name);
+  // Calls that keep a conversation waiting for a person: a decision, or a say on what happened to a call whose
+  // process stopped while it ran.
+  const WAITING = new Set(["awaiting_approval", "outcome_unknown"]);
 
   // A failed request: `message` is a sentence for people; `offline` when the server could not be reached.
   class RequestError extends Error {
@@ -365,18 +368,27 @@
           this.updateCall(data);
           break;
         case "awaiting_approval":
-          this.showWaiting(data.tool_calls.filter((c) => c.status === "awaiting_approval"));
+          this.showWaiting(data.tool_calls.filter((c) => WAITING.has(c.status)));
           break;
         case "tool_call_decided":
           // A decision can arrive after the run it started has finished; only a waiting call changes.
-          if (this.els.messages.querySelector(`[data-call-id="${data.id}"] .tc-status-awaiting_approval`)) {
+          if (
+            this.els.messages.querySelector(
+              `[data-call-id="${data.id}"] :is(.tc-status-awaiting_approval, .tc-status-outcome_unknown)`,
+            )
+          ) {
             this.updateCall(data);
           }
           if (!this.els.waiting.hidden) {
+            const settled = data.status === "succeeded" || data.status === "failed"; // a call of unknown outcome
             this.els.waitingText.textContent =
               data.status === "approved"
                 ? this.t(data.approver === "user" ? "approvedByUser" : "approvedByStaff")
-                : this.t("decided", { name: callLabel(data), status: this.statusText(data.status) });
+                : this.t(settled ? "toolStatus" : "decided", {
+                    name: callLabel(data),
+                    tool: callLabel(data),
+                    status: this.statusText(data.status),
+                  });
           }
           break;
         case "error":
@@ -484,7 +496,7 @@
       this.status = status;
       const waiting = [];
       for (const message of messages || []) {
-        for (const call of message.tool_calls || []) if (call.status === "awaiting_approval") waiting.push(call);
+        for (const call of message.tool_calls || []) if (WAITING.has(call.status)) waiting.push(call);
       }
       if (status === "awaiting_approval") this.showWaiting(waiting);
       else this.els.waiting.hidden = true;
@@ -502,13 +514,21 @@
     showWaiting(calls) {
       this.status = "awaiting_approval";
       const mine = calls.length > 0 && calls.every((call) => call.approver === "user");
-      this.els.waitingTitle.textContent = this.t(mine ? "waitingUser" : "waitingStaff");
-      this.els.waitingText.textContent = this.t(mine ? "userText" : "staffText");
-      this.els.withdraw.hidden = mine; // Decline answers the model; withdrawing is for calls staff decide
+      // Calls whose process stopped while they ran: nothing waits to run, someone says what happened.
+      const unknown = calls.length > 0 && calls.every((call) => call.status === "outcome_unknown");
+      let [title, text] = mine ? ["waitingUser", "userText"] : ["waitingStaff", "staffText"];
+      if (unknown) [title, text] = mine ? ["unknownUser", "unknownUserText"] : ["unknownStaff", "unknownStaffText"];
+      this.els.waitingTitle.textContent = this.t(title);
+      this.els.waitingText.textContent = this.t(text);
+      // Decline answers the model; withdrawing is for calls staff decide, and only before they run.
+      this.els.withdraw.hidden = mine || unknown;
       this.els.waitingCalls.replaceChildren(
         ...calls.map((call) => {
-          const item = el("li", null, this.describeWaiting(call));
-          if (call.approver === "user") item.append(confirm.controls(this, call, this.describeWaiting(call)));
+          const name = this.describeWaiting(call);
+          const item = el("li", null, name);
+          if (call.approver !== "user") return item;
+          const controls = call.status === "outcome_unknown" ? confirm.settle : confirm.controls;
+          item.append(controls(this, call, name));
           return item;
         }),
       );
