@@ -264,7 +264,7 @@ def test_staff_are_told_of_a_call_of_unknown_outcome_in_a_turn_the_sweep_took_ov
     approver.email = "carol@example.com"
     approver.save()
     model.calls(("charge", {"amount": 2}), ("send_receipt", {"amount": 2}))
-    conversation = turn_until(alice, model, "charge and receipt", lambda step: isinstance(step, Answered))
+    conversation = turn_until(alice, model, "charge and receipt", lambda step: isinstance(step, Replied))
     with django_capture_on_commit_callbacks(execute=True):
         approval.sweep()
         approval.sweep()  # found once, told once

@@ -14,9 +14,8 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
-from .. import signals
 from ..conf import toolcalling_settings
-from ..engine import resume_stale_turn, write_db
+from ..engine import resume_stale_turn
 from ..exceptions import NotRegistered, TurnError, TurnInterrupted
 from ..models import Conversation, ToolCall
 from ._decisions import expire
@@ -78,22 +77,17 @@ def fail_stalled(now: datetime | None = None) -> list[ToolCall]:
 def resume_stalled(now: datetime | None = None) -> list[Conversation]:
     """Take over the turns that went quiet for ``STALE_TURN_TIMEOUT`` (their process died, or hangs) and go on
     from what is stored: see ``engine.resume_stale_turn``. A call that may have started there and may not run
-    again now waits for a person (``tool_call_outcome_unknown`` is sent for it). Then each continues once nothing
-    waits."""
+    again now waits for a person (the engine sends ``tool_call_outcome_unknown`` for it). Then each continues once
+    nothing waits."""
     cutoff = (now or timezone.now()) - timedelta(seconds=toolcalling_settings.STALE_TURN_TIMEOUT)
     resumed = []
     for conversation in Conversation.objects.filter(status=Conversation.Status.RUNNING, updated_at__lt=cutoff):
-        calls = ToolCall.objects.using(write_db(conversation)).filter(conversation_id=conversation.pk)
-        unknown = calls.filter(status=ToolCall.Status.OUTCOME_UNKNOWN)  # read where the takeover writes
-        known_before = set(unknown.values_list("pk", flat=True))
         try:
             if not resume_stale_turn(conversation):
                 continue
         except (TurnError, TurnInterrupted, NotRegistered) as exc:  # ended failed, or taken by another process
             logger.warning("the stalled turn of conversation %s could not go on: %s", conversation.pk, exc)
             continue
-        for call in unknown.exclude(pk__in=known_before).select_related("conversation").order_by("id"):
-            signals.tool_call_outcome_unknown.send(ToolCall, tool_call=call)
         continue_when_decided(conversation)
         resumed.append(conversation)
     return resumed

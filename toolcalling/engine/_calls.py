@@ -169,10 +169,12 @@ class CallHandler:
             return self.handle(call)  # a gated call runs only once decided: it cannot have run, and waits now
         call.status, call.error = ToolCall.Status.OUTCOME_UNKNOWN, reason
         with self.ledger.write():
-            storage.update_call_if(
+            marked = storage.update_call_if(
                 call, ToolCall.Status.RUNNING, status=call.status, error=reason,
                 arguments=storable_json(call.arguments), extras=storable_json(call.extras),
             )  # fmt: skip
+        if marked:
+            self.observers.outcome_unknown(call)
         return None
 
     def withdraw(self, call: ToolCall, text: str) -> Message:

@@ -165,6 +165,10 @@ class Observers:
         signals.tool_call_finished.send(self.sender, turn=self.view, tool_call=call)
         self.emit("tool_call_finished", describe_call(call))
 
+    def outcome_unknown(self, call: ToolCall) -> None:
+        """A call whose tool may have run in a process that died now waits for a person to say what happened."""
+        signals.tool_call_outcome_unknown.send(ToolCall, tool_call=call)
+
     def call_waiting(self, call: ToolCall) -> None:
         """A call is stored awaiting a decision."""
         signals.approval_requested.send(ToolCall, tool_call=call)
