@@ -67,7 +67,10 @@ class Command(BaseCommand):
             # The README's curl examples read it from $TOKEN.
             self.stdout.write(f"  API token:  export TOKEN={self.token(users['alice'])}  (alice's)")
             self.stdout.write(f"  Approver:   export STAFF_TOKEN={self.token(users[ADMIN[0]])}  (admin's)")
-        self.stdout.write("  Try: “Where is my order 20250719-0032?” or “Please cancel my order 20251120-0007.”")
+        self.stdout.write(
+            "  Try: “Where is my order 20250719-0032?”, “Please cancel my order 20251120-0007.” (staff decide)"
+            " or “Please buy 2 MUG-001.” (you confirm it)"
+        )
 
     def token(self, user: Any) -> str:
         from rest_framework.authtoken.models import Token
