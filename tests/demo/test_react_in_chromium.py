@@ -1,0 +1,99 @@
+"""The React example (``examples/ai-sdk-react``) as a new user meets it: ``make demo`` builds it with npm and serves it
+at /react/ with the offline model, and a customer chats there in Chromium — signed in through the site's own sign-in
+page, a tool call and its answer, a purchase confirmed on the page with its arguments and preview, and the
+conversation read back from the history endpoint after a reload.
+
+``make demo`` runs in a copy of the checkout (``tests/demo/test_make_demo.py``), so its build, its database and its
+server are its own; without npm the test skips, and fails under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests import services
+from tests.demo.test_make_demo import make_demo
+
+# The demo runs its own database and server: nothing here depends on the suite's database (the full pass only).
+# Its set-up (npm ci and the build, migrations, the demo data) took 40 s on two shared cores.
+pytestmark = [pytest.mark.once, pytest.mark.timeout(360)]
+
+EXAMPLE = "examples/ai-sdk-react"
+WAIT = 20_000  # ms: a bound for one answer of the offline model, not a measure
+
+
+def ask(page: Page, text: str) -> None:
+    box = page.get_by_label("Your message")
+    expect(box).to_be_enabled(timeout=WAIT)  # the chat takes a message once the last answer has ended
+    box.fill(text)
+    page.get_by_role("button", name="Send").click()
+
+
+def test_the_react_example_chats_confirms_and_reloads_in_chromium_through_make_demo(tmp_path, browser):
+    if shutil.which("npm") is None:
+        services.unavailable(f"npm is not installed: make demo cannot build {EXAMPLE} (make system-packages)")
+    with make_demo(tmp_path) as (port, log):
+        checkout = tmp_path / "checkout"
+        assert (checkout / EXAMPLE / "dist" / "index.html").exists(), f"make demo did not build it:\n{log.read_text()}"
+        context = browser.new_context()
+        page = context.new_page()
+
+        # Not signed in: the page sends the user to the site's sign-in page, which brings them back.
+        page.goto(f"http://127.0.0.1:{port}/react/")
+        page.get_by_role("link", name="Sign in").click()
+        page.get_by_label("Username").fill("alice")
+        page.get_by_label("Password").fill("alice-demo-pass")
+        page.get_by_role("button", name="Sign in").click()
+        expect(page).to_have_url(re.compile(r"/react/\?conversation=[0-9a-f-]{36}$"))  # a new conversation
+
+        # A question the offline model answers with a tool: the tool part with its output, then the answer.
+        ask(page, "Where is my order 20250719-0032?")
+        answers = page.locator(".assistant")
+        lookup = answers.nth(0).locator(".tool", has_text="Look up an order")
+        expect(lookup).to_contain_text('"state": "shipped"', timeout=WAIT)
+        expect(answers.nth(0).locator("p").last).to_contain_text(
+            "Order number 20250719-0032: the state is shipped, the ETA is 2025-07-23"
+        )
+
+        # A purchase the customer confirms: the arguments and the preview before anything runs, then the outcome.
+        ask(page, "Please buy 2 MUG-001")
+        purchase = answers.nth(1).locator(".tool", has_text="Buy a product")
+        expect(purchase.get_by_role("button", name="Decline")).to_be_visible(timeout=WAIT)
+        expect(purchase.locator("pre")).to_have_text('{\n  "sku": "MUG-001",\n  "quantity": 2\n}')
+        expect(purchase.locator(".preview")).to_contain_text("product: Enamel camping mug (MUG-001)")
+        expect(purchase.locator(".preview")).to_contain_text("total: 29.80")
+        assert orders(checkout) == []  # nothing bought before the customer confirms
+        purchase.get_by_role("button", name="Confirm").click()
+        expect(purchase.get_by_role("button", name="Confirm")).to_have_count(0, timeout=WAIT)
+        expect(purchase.locator("pre")).to_contain_text('"total": "29.80"', timeout=WAIT)
+        ((order_no, total),) = orders(checkout)
+        assert total == 29.8
+        expect(answers.nth(1).locator("p").last).to_contain_text(f"Order number {order_no}: the state is placed")
+
+        # A reload starts where the conversation is: its history, read from the history endpoint.
+        with page.expect_response(re.compile(r"/api/toolcalling/ai-sdk/chat/[0-9a-f-]{36}/messages$")) as history:
+            page.reload()
+        assert history.value.status == 200
+        expect(page.locator(".user")).to_have_text(["Where is my order 20250719-0032?", "Please buy 2 MUG-001"])
+        expect(answers).to_have_count(2)
+        expect(answers.nth(0).locator(".tool", has_text="Look up an order")).to_contain_text('"state": "shipped"')
+        expect(answers.nth(1).locator(".tool", has_text="Buy a product")).to_contain_text(f'"order_no": "{order_no}"')
+        expect(answers.nth(1).locator("p").last).to_contain_text(f"Order number {order_no}: the state is placed")
+        expect(page.get_by_role("button", name="Confirm")).to_have_count(0)
+        context.close()
+
+
+def orders(checkout: Path) -> list[tuple[str, float]]:
+    """The orders of MUG-001 placed in the demo's own database (the demo data's are shipped or delivered)."""
+    with closing(sqlite3.connect(checkout / "var" / "demo.sqlite3")) as database:
+        return database.execute(
+            "SELECT o.order_no, o.total FROM shop_order o JOIN shop_orderline l ON l.order_id = o.id"
+            " JOIN shop_product p ON p.id = l.product_id WHERE p.sku = 'MUG-001' AND o.state = 'placed'"
+        ).fetchall()
