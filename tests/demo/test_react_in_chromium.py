@@ -9,9 +9,12 @@ server are its own; without npm the test skips, and fails under ``CI=true``.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
 import sqlite3
+import subprocess
 from contextlib import closing
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from playwright.sync_api import Page, expect
 
 from tests import services
 from tests.demo.test_make_demo import make_demo
+from tests.packaging.conftest import copy_source
 
 # The demo runs its own database and server: nothing here depends on the suite's database (the full pass only).
 # Its set-up (npm ci and the build, migrations, the demo data) took 40 s on two shared cores.
@@ -27,6 +31,11 @@ pytestmark = [pytest.mark.once, pytest.mark.timeout(360)]
 
 EXAMPLE = "examples/ai-sdk-react"
 WAIT = 20_000  # ms: a bound for one answer of the offline model, not a measure
+
+
+def need_npm() -> None:
+    if shutil.which("npm") is None:
+        services.unavailable(f"npm is not installed: make demo cannot build {EXAMPLE} (make system-packages)")
 
 
 def ask(page: Page, text: str) -> None:
@@ -37,8 +46,7 @@ def ask(page: Page, text: str) -> None:
 
 
 def test_the_react_example_chats_confirms_and_reloads_in_chromium_through_make_demo(tmp_path, browser):
-    if shutil.which("npm") is None:
-        services.unavailable(f"npm is not installed: make demo cannot build {EXAMPLE} (make system-packages)")
+    need_npm()
     with make_demo(tmp_path) as (port, log):
         checkout = tmp_path / "checkout"
         assert (checkout / EXAMPLE / "dist" / "index.html").exists(), f"make demo did not build it:\n{log.read_text()}"
@@ -97,3 +105,30 @@ def orders(checkout: Path) -> list[tuple[str, float]]:
             "SELECT o.order_no, o.total FROM shop_order o JOIN shop_orderline l ON l.order_id = o.id"
             " JOIN shop_product p ON p.id = l.product_id WHERE p.sku = 'MUG-001' AND o.state = 'placed'"
         ).fetchall()
+
+
+def test_make_builds_the_example_without_the_registry_from_npms_cache(tmp_path):
+    """Once npm's cache holds the locked packages (make test builds the example first), the build needs no registry:
+    with it unreachable, npm ci retried it for three minutes before it used the cache."""
+    need_npm()
+    source = copy_source(tmp_path / "checkout")
+    build = ["make", "--no-print-directory", f"{EXAMPLE}/dist/index.html"]
+    first = subprocess.run(build, cwd=source, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stdout + first.stderr
+    shutil.rmtree(source / EXAMPLE / "node_modules")
+    shutil.rmtree(source / EXAMPLE / "dist")
+
+    nowhere = "http://127.0.0.1:9"  # the discard port: every request to the registry is refused at once
+    offline = {**os.environ, "npm_config_proxy": nowhere, "npm_config_https_proxy": nowhere}
+    again = subprocess.Popen(
+        build, cwd=source, env=offline, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        printed, _ = again.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(again.pid, signal.SIGKILL)  # make and the npm it started
+        again.wait()
+        raise AssertionError("the build still waited for the registry after 90 s") from None
+    assert again.returncode == 0, printed
+    assert (source / EXAMPLE / "dist" / "index.html").exists()
