@@ -120,3 +120,20 @@ def test_buying_waits_for_the_customers_own_confirmation_with_a_preview(
     assert Product.objects.get(sku="MUG-001").stock == stock - 2
     reply = alice_api.get(URL + f"conversations/{conversation}/messages/").json()[-1]["content"]
     assert order.order_no in reply and "29.80" in reply
+
+
+@override_toolcalling(OFFLINE_MODEL=True)
+def test_reset_takes_back_what_the_demo_bought(alice_api, django_capture_on_commit_callbacks):
+    """``demo_setup --reset`` puts the demo orders back: an order bought in the demo goes, its units are on the
+    shelf again."""
+    stock = Product.objects.get(sku="MUG-001").stock
+    orders = set(Order.objects.values_list("order_no", flat=True))
+    _, response = ask(alice_api, "Please buy 2 MUG-001")
+    (waiting,) = response.json()["awaiting_approval"]
+    with django_capture_on_commit_callbacks(execute=True):
+        alice_api.post(URL + f"tool-calls/{waiting['id']}/approve/", format="json")
+    assert Order.objects.count() == len(orders) + 1
+
+    call_command("demo_setup", reset=True, verbosity=0, stdout=open("/dev/null", "w"))
+    assert set(Order.objects.values_list("order_no", flat=True)) == orders
+    assert Product.objects.get(sku="MUG-001").stock == stock
