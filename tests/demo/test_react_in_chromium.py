@@ -1,7 +1,7 @@
 """The React example (``examples/ai-sdk-react``) as a new user meets it: ``make demo`` builds it with npm and serves it
 at /react/ with the offline model, and a customer chats there in Chromium — signed in through the site's own sign-in
-page, a tool call and its answer, a purchase confirmed on the page with its arguments and preview, and the
-conversation read back from the history endpoint after a reload.
+page, a tool call and its answer, a purchase confirmed on the page with its arguments and preview, a cancellation
+staff approve while the page waits, and the conversation read back from the history endpoint after a reload.
 
 ``make demo`` runs in a copy of the checkout (``tests/demo/test_make_demo.py``), so its build, its database and its
 server are its own; without npm the test skips, and fails under ``CI=true``.
@@ -18,6 +18,7 @@ import subprocess
 from contextlib import closing
 from pathlib import Path
 
+import httpx2
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -85,15 +86,33 @@ def test_the_react_example_chats_confirms_and_reloads_in_chromium_through_make_d
         assert total == 29.8
         expect(answers.nth(1).locator("p").last).to_contain_text(f"Order number {order_no}: the state is placed")
 
+        # A call staff decide: the page waits, and shows the outcome once a staff member approves it (the token
+        # make demo printed), without a reload.
+        ask(page, "Please cancel my order 20251120-0007")
+        cancel = answers.nth(2).locator(".tool", has_text="Cancel an order")
+        expect(cancel).to_contain_text("Waiting for a staff member", timeout=WAIT)
+        expect(cancel.get_by_role("button", name="Confirm")).to_have_count(0)  # not the customer's to decide
+        token = re.search(r"export STAFF_TOKEN=(\w+)", log.read_text())
+        assert token, log.read_text()
+        staff = {"Authorization": f"Token {token[1]}"}
+        api = f"http://127.0.0.1:{port}/api/toolcalling/tool-calls/"
+        (waiting,) = httpx2.get(f"{api}?status=awaiting_approval", headers=staff).json()
+        assert httpx2.post(f"{api}{waiting['id']}/approve/", headers=staff).status_code == 200
+        expect(cancel).to_contain_text('"state": "cancelled"', timeout=WAIT)
+        expect(answers.nth(2).locator("p").last).to_contain_text("Order number 20251120-0007: the state is cancelled")
+
         # A reload starts where the conversation is: its history, read from the history endpoint.
         with page.expect_response(re.compile(r"/api/toolcalling/ai-sdk/chat/[0-9a-f-]{36}/messages$")) as history:
             page.reload()
         assert history.value.status == 200
-        expect(page.locator(".user")).to_have_text(["Where is my order 20250719-0032?", "Please buy 2 MUG-001"])
-        expect(answers).to_have_count(2)
+        expect(page.locator(".user")).to_have_text(
+            ["Where is my order 20250719-0032?", "Please buy 2 MUG-001", "Please cancel my order 20251120-0007"]
+        )
+        expect(answers).to_have_count(3)
         expect(answers.nth(0).locator(".tool", has_text="Look up an order")).to_contain_text('"state": "shipped"')
         expect(answers.nth(1).locator(".tool", has_text="Buy a product")).to_contain_text(f'"order_no": "{order_no}"')
         expect(answers.nth(1).locator("p").last).to_contain_text(f"Order number {order_no}: the state is placed")
+        expect(answers.nth(2).locator(".tool", has_text="Cancel an order")).to_contain_text('"state": "cancelled"')
         expect(page.get_by_role("button", name="Confirm")).to_have_count(0)
         context.close()
 
