@@ -54,10 +54,11 @@ demo: setup react-example
 
 # The React example the demo serves at /react/ (examples/ai-sdk-react), built with npm when the machine has it
 # (make system-packages installs Debian's); without npm, or when the build fails, the demo serves everything else
-# and /react/ says how to build it.
+# and /react/ says how to build it. --prefer-offline: the lock pins every package by its hash, so npm's cache serves
+# what it has without asking the registry (offline, npm ci retried the registry for 3 minutes before using it).
 REACT = examples/ai-sdk-react
 $(REACT)/dist/index.html: $(REACT)/package-lock.json $(REACT)/index.html $(REACT)/vite.config.ts $(wildcard $(REACT)/*.tsx)
-	npm ci --prefix $(REACT) --no-audit --no-fund
+	npm ci --prefix $(REACT) --prefer-offline --no-audit --no-fund
 	npm run build --prefix $(REACT)
 
 react-example:
@@ -97,9 +98,11 @@ FRONTEND_JS = tests/frontends/js
 $(FRONTEND_JS)/node_modules/.package-lock.json: $(FRONTEND_JS)/package-lock.json | system-packages
 	npm ci --prefix $(FRONTEND_JS) --no-audit --no-fund
 
-# What the passes need first: the set-up, the lint and the docs build, the services' packages, mysqlclient and the
-# AI SDK package the frontend tests run in node.
-TEST_NEEDS = setup setup313 system-packages lint docs $(VENV)/.mysqlclient $(FRONTEND_JS)/node_modules/.package-lock.json
+# What the passes need first: the set-up, the lint and the docs build, the services' packages, mysqlclient, the
+# AI SDK package the frontend tests run in node, and the React example built (a build that fails stops make test
+# here; tests/demo/test_react_in_chromium.py builds it again through make demo, from npm's cache).
+TEST_NEEDS = setup setup313 system-packages lint docs $(VENV)/.mysqlclient $(FRONTEND_JS)/node_modules/.package-lock.json \
+	$(REACT)/dist/index.html
 # The passes: a database, a model API and, for the streaming and approval groups, a server. Tests marked each_api run
 # on all three APIs in every pass, tests marked chat_completions (written for its bodies) on that API. The PostgreSQL
 # pass runs the streaming and approval groups under ASGI (uvicorn, Django's ASGI handler), the others under WSGI.

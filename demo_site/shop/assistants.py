@@ -4,7 +4,7 @@ from django.utils import timezone
 
 from toolcalling import Assistant, ToolContext
 
-from .tools import cancel_order, get_order_status, get_product_stock, list_my_orders, search_products
+from .tools import buy_product, cancel_order, get_order_status, get_product_stock, list_my_orders, search_products
 
 
 class ShopAssistant(Assistant):
@@ -15,11 +15,12 @@ class ShopAssistant(Assistant):
         "You help customers of a small online shop. Use the tools for every fact about orders, products, "
         "prices and stock; never guess them. You only ever see the signed-in customer's own orders. "
         "If the customer wants to cancel an order, call cancel_order: a staff member confirms it first, "
-        "so tell the customer the cancellation is waiting for confirmation. Shipped or delivered orders "
+        "so tell the customer the cancellation is waiting for confirmation. To buy a product, call buy_product: "
+        "the customer confirms the purchase on the page first. Shipped or delivered orders "
         "cannot be cancelled. Answer briefly and quote order numbers and dates exactly."
     )
     # The offline demo model breaks keyword ties by this order: "my orders" should list, not ask for a number.
-    tools = [list_my_orders, get_order_status, search_products, get_product_stock, cancel_order]
+    tools = [list_my_orders, get_order_status, search_products, get_product_stock, cancel_order, buy_product]
 
     def get_instructions(self, ctx: ToolContext) -> str:
         # The date lets the model say "arrives tomorrow" instead of repeating an ISO date.

@@ -1,10 +1,12 @@
 """The shop's tools: what the assistant may look up or do, always on behalf of the signed-in customer."""
 
+from datetime import timedelta
 from decimal import Decimal
 from typing import Annotated, Any
 
 from django.db import transaction
 from django.db.models import F, Q
+from django.utils import timezone
 from pydantic import Field
 
 from toolcalling import ToolContext, tool
@@ -109,11 +111,7 @@ def search_products(
 @tool(label="Check the stock")
 def get_product_stock(sku: Annotated[str, Field(description="Product SKU, e.g. MUG-001")]) -> dict[str, Any]:
     """Check product stock: how many units of one product (by SKU) are available to order."""
-    try:
-        product = Product.objects.get(sku__iexact=sku.strip())
-    except Product.DoesNotExist:
-        raise ValueError(f"No product with SKU {sku}. Use search_products to find the SKU.")
-    return _product(product)
+    return _product(_product_by_sku(sku))
 
 
 def cancellation_preview(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -165,3 +163,62 @@ def cancel_order(
         for line in order.lines.all():
             Product.objects.filter(pk=line.product_id).update(stock=F("stock") + line.quantity)
     return {"order_no": order.order_no, "state": order.state, "reason": order.cancel_reason or None}
+
+
+def purchase_preview(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    """What the customer confirms before buying: the product, how many, and what it costs now."""
+    product = _product_by_sku(args["sku"])
+    quantity = int(args.get("quantity") or 1)
+    return {
+        "product": str(product),
+        "quantity": quantity,
+        "unit price": _money(product.price),
+        "total": _money(product.price * quantity),
+        "units in stock": product.stock,
+    }
+
+
+def _product_by_sku(sku: str) -> Product:
+    try:
+        return Product.objects.get(sku__iexact=sku.strip())
+    except Product.DoesNotExist:
+        raise ValueError(f"No product with SKU {sku}. Use search_products to find the SKU.")
+
+
+@tool(
+    requires_approval=True,
+    approver="user",  # the customer's own purchase: they confirm it on the page, no staff member is asked
+    approval_preview=purchase_preview,
+    label="Buy a product",
+    description="Buy a product for the customer by its SKU. The customer confirms the purchase first.",
+)
+def buy_product(
+    ctx: ToolContext,
+    sku: Annotated[str, Field(description="Product SKU, e.g. MUG-001")],
+    quantity: Annotated[int, Field(ge=1, le=10, description="How many units to buy.")] = 1,
+) -> dict[str, Any]:
+    """Runs once the customer confirmed: a new order of the product, at today's price, taken off the shelf."""
+    customer = _customer(ctx)
+    with transaction.atomic():
+        product = _product_by_sku(sku)
+        product = Product.objects.select_for_update().get(pk=product.pk)
+        if product.stock < quantity:
+            raise ValueError(f"Only {product.stock} units of {product.sku} are in stock.")
+        today = timezone.localdate()
+        prefix = f"{today:%Y%m%d}-"
+        number = Order.objects.filter(order_no__startswith=prefix).count() + 1
+        order = Order.objects.create(
+            order_no=f"{prefix}{number:04d}",
+            customer=customer,
+            eta=today + timedelta(days=4),
+            total=product.price * quantity,
+        )
+        OrderLine.objects.create(order=order, product=product, quantity=quantity, price=product.price)
+        Product.objects.filter(pk=product.pk).update(stock=F("stock") - quantity)
+    return {
+        "order_no": order.order_no,
+        "state": order.state,
+        "eta": order.eta.isoformat() if order.eta else None,
+        "total": _money(order.total),
+        "items": [_line(line) for line in order.lines.select_related("product")],
+    }

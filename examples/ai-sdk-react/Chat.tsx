@@ -96,7 +96,17 @@ export function Chat({ conversationId, history }: { conversationId: string; hist
           setInput("");
         }}
       >
-        <input value={input} onChange={(event) => setInput(event.target.value)} disabled={status !== "ready"} />
+        {/* Named, with a Send button: a bare box says neither what it is for nor how to send. */}
+        <input
+          aria-label="Your message"
+          placeholder="Ask the assistant…"
+          value={input}
+          onChange={(event) => setInput(event.target.value)}
+          disabled={status !== "ready"}
+        />
+        <button type="submit" disabled={status !== "ready" || !input.trim()}>
+          Send
+        </button>
         {/* Stopping the turn is the app's own endpoint: the SDK's stop() only stops reading. */}
         <button
           type="button"

@@ -42,7 +42,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--reset",
             action="store_true",
-            help="Put the demo orders and stock back as they were first created (e.g. after cancelling an order).",
+            help="Put the demo orders and stock back as they were first created (after cancelling or buying).",
         )
 
     @transaction.atomic
@@ -54,6 +54,11 @@ class Command(BaseCommand):
         users[ADMIN[0]] = self.user(*ADMIN, superuser=True)
         for order_no, username, state, eta, lines in ORDERS:
             self.order(order_no, users[username], state, eta, [(products[sku], qty) for sku, qty in lines], reset)
+        if reset:  # what customers bought in the demo (buy_product) goes; the stock above is as first created
+            bought = Order.objects.exclude(order_no__in=[order[0] for order in ORDERS])
+            for order in bought.filter(customer__in=users.values()):
+                order.delete()
+                self.stdout.write(f"Removed the order {order} bought in the demo.")
 
         host = getattr(settings, "DEMO_HOST", "127.0.0.1")
         url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{getattr(settings, 'DEMO_PORT', 8000)}/"
@@ -67,7 +72,10 @@ class Command(BaseCommand):
             # The README's curl examples read it from $TOKEN.
             self.stdout.write(f"  API token:  export TOKEN={self.token(users['alice'])}  (alice's)")
             self.stdout.write(f"  Approver:   export STAFF_TOKEN={self.token(users[ADMIN[0]])}  (admin's)")
-        self.stdout.write("  Try: “Where is my order 20250719-0032?” or “Please cancel my order 20251120-0007.”")
+        self.stdout.write(
+            "  Try: “Where is my order 20250719-0032?”, “Please cancel my order 20251120-0007.” (staff decide)"
+            " or “Please buy 2 MUG-001.” (you confirm it)"
+        )
 
     def token(self, user: Any) -> str:
         from rest_framework.authtoken.models import Token
