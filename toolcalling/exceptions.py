@@ -3,8 +3,8 @@
 Developer mistakes (``ImproperlyDefined``) and registry states come first. The errors a request can
 meet (``APIError`` and its subclasses) carry a stable ``code`` (``default_code``), a ``detail`` and the ``status``
 after them, and nothing of HTTP: the engine and approval raise them, a task or a command catches them, and the
-edges' error mapping gives each code its HTTP status (one table, ``HTTP_STATUS``) and turns the error into the
-one error body, ``{"detail": ..., "code": ..., "status": ...}``. A 500 is only ever a bug.
+edges' HTTP layer gives each code its HTTP status (one table, ``toolcalling.web.HTTP_STATUS``) and turns the
+error into the one error body, ``{"detail": ..., "code": ..., "status": ...}``. A 500 is only ever a bug.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class InvalidArguments(ToolcallingError, ValueError):
 class APIError(ToolcallingError):
     """An error with a place in the API: its ``code`` (the class's ``default_code``), its ``detail`` (the class's
     ``default_detail`` unless given), and the conversation's (or, for decisions, the call's) ``status`` after it,
-    which the error body reports. Its HTTP status is the edges' to give (``HTTP_STATUS``)."""
+    which the error body reports. Its HTTP status is the edges' to give (``toolcalling.web.HTTP_STATUS``)."""
 
     default_code = "error"
     default_detail: Any = _("The request could not be completed.")

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from toolcalling import exceptions
-from toolcalling.api.errors import HTTP_STATUS
 from toolcalling.conf import DEFAULTS
+from toolcalling.web import HTTP_STATUS
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

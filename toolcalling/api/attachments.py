@@ -18,8 +18,7 @@ from rest_framework.views import APIView
 
 from ..attachments import AttachmentUploadHandler, attachment_storage, carried, may_read, store_unsent
 from ..models import Attachment
-from .errors import ErrorResponses
-from .serializers import AttachmentSerializer
+from ..web import AttachmentSerializer, ErrorResponses
 from .throttling import UploadRateThrottle
 
 

@@ -16,6 +16,7 @@ from drf_spectacular.extensions import OpenApiViewExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 
 from ..models import Conversation, ToolCall
+from ..web import DEFAULT_TURN_RATE
 from .openapi_bodies import (
     AG_UI_EVENTS,
     CHAT_REQUEST,
@@ -47,7 +48,6 @@ from .serializers import (
     RejectInputSerializer,
     SettleInputSerializer,
 )
-from .throttling import DEFAULT_TURN_RATE
 
 # Views --------------------------------------------------------------------------------------------------
 

@@ -8,9 +8,9 @@ from typing import Any
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 
 from ..conf import ATTACHMENT_TYPES
+from ..web import AttachmentSerializer
 from .openapi import ViewSchema
 from .openapi_bodies import TYPES_TEXT, AttachmentUploadSerializer, errors
-from .serializers import AttachmentSerializer
 from .throttling import DEFAULT_UPLOAD_RATE
 
 BINARY = {"type": "string", "format": "binary"}

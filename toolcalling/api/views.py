@@ -4,18 +4,16 @@ Errors are raised, never built here: ``errors`` gives them the API's one shape."
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import generics, mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -24,27 +22,37 @@ from rest_framework.views import APIView
 
 from .. import approval
 from ..approval import can_approve
-from ..engine import Turn, stop_turn
-from ..exceptions import AssistantUnavailable, InvalidArguments, NothingWaiting, NotRegistered
-from ..models import Attachment, Conversation, Message, ToolCall
+from ..engine import stop_turn
+from ..exceptions import InvalidArguments, NothingWaiting
+from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
+from ..web import (
+    ErrorResponses,
+    EventStreamMixin,
+    MessageInputSerializer,
+    MessageSerializer,
+    ToolCallSerializer,
+    accepts_event_stream,
+    kept_only_if_taken,
+    messages_json,
+    messages_queryset,
+    no_files_in_background,
+    on_turn_loop,
+    stream_turn,
+    turn_for,
+    with_turn_throttle,
+)
 from .attachments import Uploads, message_attachments
 from .deferred import TurnResponse
-from .errors import ErrorResponses
-from .message_json import messages_json
 from .pagination import MessageCursorPagination
 from .serializers import (
     ApprovalToolCallSerializer,
     ApproveInputSerializer,
     ConversationSerializer,
-    MessageInputSerializer,
-    MessageSerializer,
     RejectInputSerializer,
     SettleInputSerializer,
-    ToolCallSerializer,
 )
-from .streams import EventStreamMixin, accepts_event_stream, on_turn_loop, start_background_turn, stream_turn
-from .throttling import with_turn_throttle
+from .streams import start_background_turn
 
 
 class AssistantListView(ErrorResponses, APIView):
@@ -119,28 +127,6 @@ def own_conversation(request: Request, pk: Any) -> Conversation:
     return conversation
 
 
-def messages_queryset(conversation: Conversation) -> QuerySet[Message]:
-    return conversation.messages.order_by("id").prefetch_related(
-        Prefetch("tool_calls", queryset=ToolCall.objects.order_by("index")), "attachments"
-    )
-
-
-def turn_for(request: Request, conversation: Conversation, *, stream: bool) -> Turn:
-    """A turn of the conversation's assistant for the request's user: 409 when that assistant no longer exists,
-    403 when the user may not use it. Every endpoint that posts a message (the frontends' too) starts here."""
-    try:
-        assistant = assistants.get(conversation.assistant_id)()
-    except NotRegistered:
-        raise AssistantUnavailable(
-            _("The assistant %(assistant)s of this conversation no longer exists.")
-            % {"assistant": repr(conversation.assistant_id)},
-            status=conversation.status,
-        )
-    if not assistant.has_permission(request.user):
-        raise PermissionDenied(_("You may not use this assistant."))
-    return Turn(assistant, conversation, user=request.user, stream=stream)
-
-
 class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.GenericAPIView):
     """``GET`` the history; ``POST {"content": ...}`` runs a turn and answers with the new messages.
 
@@ -209,29 +195,6 @@ class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.Generi
             if on_turn_loop(request, turn):  # the answer rendered when the turn ends: no thread waits for the model
                 return TurnResponse(self, turn, content, answer)
             return answer(turn.run(content))
-
-
-def no_files_in_background(background: bool, files: bool) -> None:
-    """A message with files runs in the request, never on a worker: the one rule every way of posting a message
-    (the messages endpoint, the AI SDK's) checks the same way."""
-    if background and files:
-        raise ValidationError({"attachments": [_("A message with attachments cannot run in the background.")]})
-
-
-@contextmanager
-def kept_only_if_taken(attachments: Sequence[Attachment], *, named: Sequence[Any] = ()) -> Iterator[None]:
-    """A message refused before it is stored (busy, a usage limit, the queue down) keeps none of the files it
-    brought: they are deleted again (their files with them). The uploads it ``named`` by id stay their owner's
-    to send. The files are stored before the turn claims the conversation, since the claim stores the message
-    and gives it its files in one transaction; a file given to a stored message stays."""
-    try:
-        yield
-    except BaseException:
-        named_ids = {str(pk) for pk in named}
-        brought = [a.pk for a in attachments if str(a.pk) not in named_ids]
-        if brought:
-            Attachment.objects.filter(pk__in=brought, message__isnull=True).delete()
-        raise
 
 
 @csrf_exempt  # it changes nothing; a CSRF failure page would hide the 404 from API clients

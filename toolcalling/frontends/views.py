@@ -17,13 +17,21 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import streaming
-from ..api.errors import ErrorResponses
-from ..api.serializers import MessageInputSerializer
-from ..api.streams import EventStreamMixin, is_asgi, queue_turn, stream_turn
-from ..api.throttling import with_turn_throttle
-from ..api.views import kept_only_if_taken, messages_queryset, no_files_in_background, turn_for
 from ..attachments import carried
 from ..models import Conversation
+from ..web import (
+    ErrorResponses,
+    EventStreamMixin,
+    MessageInputSerializer,
+    is_asgi,
+    kept_only_if_taken,
+    messages_queryset,
+    no_files_in_background,
+    queue_turn,
+    stream_turn,
+    turn_for,
+    with_turn_throttle,
+)
 from . import _ag_ui as ag_ui
 from ._ai_sdk import HEADER, VERSION, UIMessageStream, ui_messages
 from ._requests import (

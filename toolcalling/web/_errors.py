@@ -26,7 +26,7 @@ from rest_framework.serializers import as_serializer_error
 from rest_framework.settings import api_settings
 
 from ..exceptions import APIError, RequestTooLarge, TurnError, UsageLimitExceeded
-from .message_json import messages_json
+from ._messages import messages_json
 
 # The HTTP status of each error code (docs/reference/errors.md lists them for clients).
 HTTP_STATUS: dict[str, int] = {

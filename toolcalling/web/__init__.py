@@ -1,0 +1,58 @@
+"""The HTTP layer every edge shares (the REST API, the frontends' protocols, MCP): the one error shape and the HTTP
+status of each error code, posting a message (its checks, its turn, the turn throttle, a streamed or queued
+turn), and a message as every edge shows it. The edges import this and the packages below it, never each other.
+"""
+
+from ._errors import HTTP_STATUS, ErrorResponses, JSONParser, error_body, exception_handler, http_status
+from ._messages import messages_json, messages_queryset
+from ._posting import kept_only_if_taken, no_files_in_background, turn_for
+from ._serializers import (
+    AttachmentSerializer,
+    JSONField,
+    MessageInputSerializer,
+    MessageSerializer,
+    ToolCallSerializer,
+    ToolCallStatusField,
+    in_parameter_order,
+)
+from ._streams import (
+    EventStreamMixin,
+    accepts_event_stream,
+    is_asgi,
+    on_turn_loop,
+    queue_turn,
+    release_connections,
+    stream_turn,
+)
+from ._throttling import DEFAULT_TURN_RATE, TurnRateThrottle, with_turn_throttle
+
+__all__ = [
+    "DEFAULT_TURN_RATE",
+    "HTTP_STATUS",
+    "AttachmentSerializer",
+    "ErrorResponses",
+    "EventStreamMixin",
+    "JSONField",
+    "JSONParser",
+    "MessageInputSerializer",
+    "MessageSerializer",
+    "ToolCallSerializer",
+    "ToolCallStatusField",
+    "TurnRateThrottle",
+    "accepts_event_stream",
+    "error_body",
+    "exception_handler",
+    "http_status",
+    "in_parameter_order",
+    "is_asgi",
+    "kept_only_if_taken",
+    "messages_json",
+    "messages_queryset",
+    "no_files_in_background",
+    "on_turn_loop",
+    "queue_turn",
+    "release_connections",
+    "stream_turn",
+    "turn_for",
+    "with_turn_throttle",
+]
