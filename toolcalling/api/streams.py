@@ -1,4 +1,4 @@
-"""``GET conversations/{id}/events/`` and the answer of a background turn: where to follow it.
+"""``GET conversations/{id}/events/`` and the answer to a background turn: where to follow it.
 
 The streamed and queued turns themselves run as every edge runs them (``toolcalling.web``).
 """
@@ -19,15 +19,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import streaming
-from ..engine import Turn
 from ..models import Conversation
-from ..web import ErrorResponses, EventStreamMixin, is_asgi, queue_turn
+from ..web import ErrorResponses, EventStreamMixin, is_asgi
 
 
-def start_background_turn(request: Request, turn: Turn, content: str) -> Response:
-    """Claim the conversation and hand the turn to a Celery worker; answer 202 with where to follow it."""
-    conversation = turn.conversation
-    after = queue_turn(turn, content)
+def background_answer(request: Request, conversation: Conversation, after: int) -> Response:
+    """The answer to a turn queued for a worker (``web.MessagePost.queue``): 202 with where to follow it from
+    ``after``."""
     # With eager Celery the turn has run by now (and may even have seen its conversation deleted).
     now = Conversation.objects.filter(pk=conversation.pk).values_list("status", flat=True).first()
     url = reverse("toolcalling:conversation-events", kwargs={"pk": conversation.pk})

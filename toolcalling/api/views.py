@@ -28,21 +28,16 @@ from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
 from ..web import (
     ErrorResponses,
-    EventStreamMixin,
-    MessageInputSerializer,
+    MessagePost,
     MessageSerializer,
+    PostsMessages,
     ToolCallSerializer,
     accepts_event_stream,
-    kept_only_if_taken,
     messages_json,
     messages_queryset,
-    no_files_in_background,
     on_turn_loop,
-    stream_turn,
-    turn_for,
-    with_turn_throttle,
 )
-from .attachments import Uploads, message_attachments
+from .attachments import Uploads
 from .deferred import TurnResponse
 from .pagination import MessageCursorPagination
 from .serializers import (
@@ -52,7 +47,7 @@ from .serializers import (
     RejectInputSerializer,
     SettleInputSerializer,
 )
-from .streams import start_background_turn
+from .streams import background_answer
 
 
 class AssistantListView(ErrorResponses, APIView):
@@ -127,21 +122,19 @@ def own_conversation(request: Request, pk: Any) -> Conversation:
     return conversation
 
 
-class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.GenericAPIView):
+class MessageListView(PostsMessages, Uploads, generics.GenericAPIView):
     """``GET`` the history; ``POST {"content": ...}`` runs a turn and answers with the new messages.
 
     With ``Accept: text/event-stream`` the turn is streamed as server-sent events; with
     ``"background": true`` it runs on a Celery worker and the answer is 202 (see ``streaming``).
-    The history is the whole list unless ``?cursor=`` or ``?page_size=`` ask for pages. A POST is also
-    throttled by ``TurnRateThrottle`` (scope ``toolcalling_turn``): it is what spends model tokens.
+    The history is the whole list unless ``?cursor=`` or ``?page_size=`` ask for pages. A POST posts the message as
+    every edge does (``web.MessagePost``) and is also throttled by ``TurnRateThrottle`` (scope ``toolcalling_turn``):
+    it is what spends model tokens.
     """
 
     permission_classes = [IsAuthenticated]
     serializer_class = MessageSerializer
     pagination_class = MessageCursorPagination
-
-    def get_throttles(self) -> list[Any]:
-        return with_turn_throttle(self.request, super().get_throttles())
 
     def get(self, request: Request, pk: Any) -> Response:
         conversation = own_conversation(request, pk)
@@ -155,20 +148,14 @@ class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.Generi
 
     def post(self, request: Request, pk: Any) -> HttpResponseBase:
         conversation = own_conversation(request, pk)
-        data = MessageInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        content = data.validated_data["content"]
         streamed = accepts_event_stream(request)
-        no_files_in_background(
-            data.validated_data["background"], bool(data.validated_data["attachments"] or request.FILES)
-        )
-        turn = turn_for(request, conversation, stream=streamed or data.validated_data["background"])
+        post = MessagePost(request, conversation, request.data, files=request.FILES.getlist("files"), streamed=streamed)
 
         def answer(messages: list[Message]) -> Response:
             return Response(
                 {
                     "status": conversation.status,
-                    "stopped": turn.view.stopped,
+                    "stopped": post.turn.view.stopped,
                     "messages": messages_json(messages),
                     "awaiting_approval": ToolCallSerializer(
                         [
@@ -184,17 +171,14 @@ class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.Generi
                 status=status.HTTP_201_CREATED,
             )
 
-        # after the assistant and the user's right to it are known: files are only stored for a turn that runs
-        named = data.validated_data["attachments"]
-        turn.attachments = message_attachments(request, named, status=conversation.status)
-        with kept_only_if_taken(turn.attachments, named=named):
-            if data.validated_data["background"]:
-                return start_background_turn(request, turn, content)
-            if streamed:
-                return stream_turn(request, turn, content)
-            if on_turn_loop(request, turn):  # the answer rendered when the turn ends: no thread waits for the model
-                return TurnResponse(self, turn, content, answer)
-            return answer(turn.run(content))
+        if post.background:
+            return background_answer(request, conversation, post.queue())
+        if streamed:
+            return post.stream()
+        if on_turn_loop(request, post.turn):  # the answer rendered when the turn ends: no thread waits for the model
+            with post.claiming():
+                return TurnResponse(self, post.turn, post.content, answer)
+        return answer(post.run())
 
 
 @csrf_exempt  # it changes nothing; a CSRF failure page would hide the 404 from API clients

@@ -5,7 +5,7 @@ turn), and a message as every edge shows it. The edges import this and the packa
 
 from ._errors import HTTP_STATUS, ErrorResponses, JSONParser, error_body, exception_handler, http_status
 from ._messages import messages_json, messages_queryset
-from ._posting import kept_only_if_taken, no_files_in_background, turn_for
+from ._posting import MessagePost, PostsMessages
 from ._serializers import (
     AttachmentSerializer,
     JSONField,
@@ -20,11 +20,9 @@ from ._streams import (
     accepts_event_stream,
     is_asgi,
     on_turn_loop,
-    queue_turn,
     release_connections,
-    stream_turn,
 )
-from ._throttling import DEFAULT_TURN_RATE, TurnRateThrottle, with_turn_throttle
+from ._throttling import DEFAULT_TURN_RATE, TurnRateThrottle
 
 __all__ = [
     "DEFAULT_TURN_RATE",
@@ -35,7 +33,9 @@ __all__ = [
     "JSONField",
     "JSONParser",
     "MessageInputSerializer",
+    "MessagePost",
     "MessageSerializer",
+    "PostsMessages",
     "ToolCallSerializer",
     "ToolCallStatusField",
     "TurnRateThrottle",
@@ -45,14 +45,8 @@ __all__ = [
     "http_status",
     "in_parameter_order",
     "is_asgi",
-    "kept_only_if_taken",
     "messages_json",
     "messages_queryset",
-    "no_files_in_background",
     "on_turn_loop",
-    "queue_turn",
     "release_connections",
-    "stream_turn",
-    "turn_for",
-    "with_turn_throttle",
 ]

@@ -1,9 +1,9 @@
 """The turn throttle, on top of the site's own: posting a message is the one request that spends model tokens
-(scope ``toolcalling_turn``), whichever edge it comes through."""
+(scope ``toolcalling_turn``), whichever edge it comes through (``PostsMessages`` adds it to a view's POST)."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, cast
+from typing import ClassVar, cast
 
 from rest_framework.settings import api_settings
 from rest_framework.throttling import UserRateThrottle
@@ -26,9 +26,3 @@ class TurnRateThrottle(UserRateThrottle):
         # Rates are strings such as "10/minute" (or None); DRF's stubs type them as numbers.
         rates = cast("dict[str, str | None]", api_settings.DEFAULT_THROTTLE_RATES or {})
         return rates[self.scope] if self.scope in rates else self.default_rate
-
-
-def with_turn_throttle(request: Any, throttles: list[Any]) -> list[Any]:
-    """A view's throttles, with ``TurnRateThrottle`` on a POST: every view whose POST posts a message (the
-    messages endpoint, the AI SDK's and AG-UI's) throttles it the same way."""
-    return [*throttles, TurnRateThrottle()] if request.method == "POST" else throttles
