@@ -1,4 +1,5 @@
-"""The API's one error shape: ``{"detail": ..., "code": ..., "status": ...}``, mapped here and nowhere else.
+"""The one error shape of every endpoint (the REST API's, the frontends', MCP's): ``{"detail": ..., "code": ...,
+"status": ...}``, mapped here and nowhere else.
 
 The app's errors carry a code and no HTTP (``toolcalling.exceptions``); views raise them, and this module gives
 each code its HTTP status (``HTTP_STATUS``, the one table of them) and turns the errors into responses. A turn's
