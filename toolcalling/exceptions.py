@@ -1,9 +1,10 @@
 """Every exception the app raises, in one place.
 
 Developer mistakes (``ImproperlyDefined``) and registry states come first. The errors a request can
-meet are DRF ``APIException`` subclasses: each carries its HTTP ``status_code`` and ``default_code``,
-and ``toolcalling.api.errors`` turns them into the one error body of the API,
-``{"detail": ..., "code": ..., "status": ...}``. A 500 is only ever a bug.
+meet (``APIError`` and its subclasses) carry a stable ``code`` (``default_code``), a ``detail`` and the ``status``
+after them, and nothing of HTTP: the engine and approval raise them, a task or a command catches them, and the
+edges' HTTP layer gives each code its HTTP status (one table, ``toolcalling.web.HTTP_STATUS``) and turns the
+error into the one error body, ``{"detail": ..., "code": ..., "status": ...}``. A 500 is only ever a bug.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
-from rest_framework import status as http
-from rest_framework.exceptions import APIException
 
 if TYPE_CHECKING:
     from .models import Message
@@ -45,20 +44,19 @@ class InvalidArguments(ToolcallingError, ValueError):
 # Errors a request can meet --------------------------------------------------------------------------
 
 
-class APIError(ToolcallingError, APIException):
-    """An error with a place in the API: its ``status_code``, its ``default_code``, and the conversation's
-    (or, for decisions, the call's) ``status`` after it, which the error body reports."""
+class APIError(ToolcallingError):
+    """An error with a place in the API: its ``code`` (the class's ``default_code``), its ``detail`` (the class's
+    ``default_detail`` unless given), and the conversation's (or, for decisions, the call's) ``status`` after it,
+    which the error body reports. Its HTTP status is the edges' to give (``toolcalling.web.HTTP_STATUS``)."""
 
-    status_code: int = http.HTTP_400_BAD_REQUEST
     default_code = "error"
-    default_detail = _("The request could not be completed.")
+    default_detail: Any = _("The request could not be completed.")
 
     def __init__(self, detail: Any = None, *, status: str | None = None) -> None:
-        super().__init__(detail)
+        # Translated now, in the language of the request (or task) that meets the error.
+        self.detail = str(self.default_detail if detail is None else detail)
+        super().__init__(self.detail)
         self.status = status
-
-    def __str__(self) -> str:
-        return str(self.detail)
 
     @property
     def code(self) -> str:
@@ -68,7 +66,6 @@ class APIError(ToolcallingError, APIException):
 class ConversationBusy(APIError):
     """The conversation is running a turn or waiting for approval and cannot take a new message."""
 
-    status_code = http.HTTP_409_CONFLICT
     default_code = "conversation_busy"
     default_detail = _("The conversation is busy with another message. Try again when it has answered.")
 
@@ -76,7 +73,6 @@ class ConversationBusy(APIError):
 class NothingWaiting(APIError):
     """Cancel was asked for, but no call of the conversation waits for a decision."""
 
-    status_code = http.HTTP_409_CONFLICT
     default_code = "nothing_waiting"
     default_detail = _("No tool call of this conversation is waiting for approval.")
 
@@ -84,7 +80,6 @@ class NothingWaiting(APIError):
 class AssistantUnavailable(APIError):
     """The conversation's assistant is no longer registered, so it cannot take a message."""
 
-    status_code = http.HTTP_409_CONFLICT
     default_code = "assistant_unavailable"
     default_detail = _("The assistant of this conversation no longer exists.")
 
@@ -92,7 +87,6 @@ class AssistantUnavailable(APIError):
 class NotRunning(APIError):
     """Stop was asked for, but no turn of the conversation is running."""
 
-    status_code = http.HTTP_409_CONFLICT
     default_code = "not_running"
     default_detail = _("No turn of this conversation is running.")
 
@@ -100,7 +94,6 @@ class NotRunning(APIError):
 class AlreadyDecided(APIError):
     """The tool call is no longer waiting for a decision (another approver, the user or expiry came first)."""
 
-    status_code = http.HTTP_409_CONFLICT
     default_code = "already_decided"
     default_detail = _("This tool call was already decided.")
 
@@ -109,7 +102,6 @@ class DecisionNotAllowed(APIError):
     """This user may not decide on this tool call: staff decide it and they are not an approver, or the
     conversation's own user confirms it and they are someone else (staff included)."""
 
-    status_code = http.HTTP_403_FORBIDDEN
     default_code = "permission_denied"
     default_detail = _("You may not decide on this tool call.")
 
@@ -125,7 +117,6 @@ class RequesterMayNotApprove(DecisionNotAllowed):
 class TaskQueueUnavailable(APIError):
     """The Celery broker could not be reached, so nothing was started; nothing was lost either."""
 
-    status_code = http.HTTP_503_SERVICE_UNAVAILABLE
     default_code = "queue_unavailable"
     default_detail = _("The task queue could not be reached; nothing was started. Try again.")
 
@@ -133,7 +124,6 @@ class TaskQueueUnavailable(APIError):
 class EventsUnavailable(APIError):
     """The event store (``EVENTS_REDIS_URL``) could not be reached, so a conversation's events cannot be read."""
 
-    status_code = http.HTTP_503_SERVICE_UNAVAILABLE
     default_code = "events_unavailable"
     default_detail = _("The event stream cannot be reached just now; the history has everything. Try again.")
 
@@ -143,7 +133,6 @@ class TurnError(APIError):
 
     ``messages`` are the messages the turn stored before it failed (the API returns them too)."""
 
-    status_code: int = http.HTTP_422_UNPROCESSABLE_ENTITY
     default_code = "turn_failed"
     default_detail = pgettext_lazy("toolcalling", "The turn failed.")
 
@@ -156,7 +145,6 @@ class ModelError(TurnError):
     """The model endpoint failed (timeout, connection error, 5xx, 429, rejected request) or answered
     something that is not a valid completion."""
 
-    status_code = http.HTTP_502_BAD_GATEWAY
     default_code = "model_error"
     default_detail = _("The model endpoint failed.")
 
@@ -165,7 +153,6 @@ class TurnInterrupted(TurnError):
     """The turn lost its claim on the conversation: it was deleted, or another turn took it over after the
     turn went quiet for ``STALE_TURN_TIMEOUT``. The turn stops without writing anything more."""
 
-    status_code = http.HTTP_409_CONFLICT
     default_code = "turn_interrupted"
     default_detail = _("The turn stopped: the conversation was deleted or another turn took it over.")
 
@@ -174,7 +161,6 @@ class TurnNotStored(TurnError):
     """A write of the turn failed in the database (a deadlock retried until it gave up, a value out of the
     column's range, the database gone): the turn ended ``failed``, without repeating the write that failed."""
 
-    status_code = http.HTTP_503_SERVICE_UNAVAILABLE
     default_code = "turn_not_stored"
     default_detail = _("The turn could not be stored and ended failed. Try again.")
 
@@ -192,7 +178,6 @@ class UsageLimitExceeded(TurnError):
     ends with this error. ``wait`` is the number of seconds until the period ends (the ``Retry-After``
     header) and ``limit`` describes the limit that was hit (the error body's ``limit``)."""
 
-    status_code = http.HTTP_429_TOO_MANY_REQUESTS
     default_code = "usage_limit_exceeded"
     default_detail = _("A usage limit is reached. Try again when it resets.")
 
@@ -214,7 +199,6 @@ class UnpricedModel(TurnError):
     genai-prices): its usage could not be counted against the limit, so the turn is refused before anything is
     stored, never counted as free. System check E008 names such assistants."""
 
-    status_code = http.HTTP_503_SERVICE_UNAVAILABLE
     default_code = "unpriced_model"
     default_detail = _("This assistant's model has no price, and a cost limit applies.")
 
@@ -244,7 +228,6 @@ class AGUINotInstalled(APIError):
     """``POST ag-ui/`` was used without the ``ag-ui-protocol`` package; it comes with
     ``pip install 'django-toolcalling[ag-ui]'``."""
 
-    status_code = http.HTTP_501_NOT_IMPLEMENTED
     default_code = "ag_ui_not_installed"
     default_detail = _("AG-UI needs the ag-ui-protocol package: pip install 'django-toolcalling[ag-ui]'.")
 
@@ -264,7 +247,6 @@ class RequestTooLarge(APIError):
     """A body over the site's ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (or with more fields or files than Django's limits
     allow): Django refuses to read it, and the API says so in its own shape, not with the site's HTML 400 page."""
 
-    status_code = http.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_code = "request_too_large"
     default_detail = _("The request is larger than this site accepts.")
 
@@ -272,7 +254,6 @@ class RequestTooLarge(APIError):
 class AttachmentTooLarge(APIError):
     """An upload larger than ``ATTACHMENTS["MAX_BYTES"]``, refused while it is read, before it reaches storage."""
 
-    status_code = http.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_code = "attachment_too_large"
     default_detail = _("The file is too large to attach.")
 
@@ -281,7 +262,6 @@ class UploadQuotaExceeded(APIError):
     """An upload beyond what one user may keep of files no message took yet (``ATTACHMENTS["MAX_UNSENT"]`` files,
     ``["MAX_UNSENT_BYTES"]`` bytes): nothing of it is kept. Sending the others with a message makes room."""
 
-    status_code = http.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_code = "upload_quota_exceeded"
     default_detail = _("You have uploaded too many files that were not sent yet. Send them with a message first.")
 
@@ -307,7 +287,6 @@ class UnknownAttachment(APIError):
 class MCPNotInstalled(APIError):
     """MCP was used without the official ``mcp`` package; it comes with ``pip install 'django-toolcalling[mcp]'``."""
 
-    status_code = http.HTTP_501_NOT_IMPLEMENTED
     default_code = "mcp_not_installed"
     default_detail = _("MCP needs the mcp package: pip install 'django-toolcalling[mcp]'.")
 

@@ -82,7 +82,7 @@ def test_posting_a_message_is_throttled_per_user_under_its_own_scope(api, conver
 
 
 def test_the_turn_rate_defaults_and_can_be_switched_off():
-    from toolcalling.api.throttling import DEFAULT_TURN_RATE, TurnRateThrottle
+    from toolcalling.web import DEFAULT_TURN_RATE, TurnRateThrottle
 
     with override_settings(REST_FRAMEWORK={}):
         assert TurnRateThrottle().get_rate() == DEFAULT_TURN_RATE == "20/minute"

@@ -6,8 +6,7 @@ import pytest
 from django.db.models.sql.compiler import SQLCompiler
 
 from toolcalling import Assistant
-from toolcalling.api.message_json import messages_json
-from toolcalling.api.serializers import MessageSerializer
+from toolcalling.web import MessageSerializer, messages_json
 
 
 @pytest.mark.chat_completions  # priced by its test model's name

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from toolcalling import exceptions
 from toolcalling.conf import DEFAULTS
+from toolcalling.web import HTTP_STATUS
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -34,10 +35,16 @@ def test_mkdocs_builds_the_site_strictly(tmp_path):
 
 
 def api_error_codes() -> dict[str, int]:
-    """Every code an error body can carry, from the classes in toolcalling/exceptions.py."""
+    """Every code an error body can carry, from the classes in toolcalling/exceptions.py, with its HTTP status from
+    the one table of them; every class's code has its row there."""
     classes = [c for c in vars(exceptions).values() if isinstance(c, type) and issubclass(c, exceptions.APIError)]
+    assert [c.default_code for c in classes if c.default_code not in HTTP_STATUS] == []
     # APIError's and TurnError's own codes are bases' defaults: every error raised is a subclass with its own.
-    return {c.default_code: c.status_code for c in classes if c not in (exceptions.APIError, exceptions.TurnError)}
+    return {
+        c.default_code: HTTP_STATUS[c.default_code]
+        for c in classes
+        if c not in (exceptions.APIError, exceptions.TurnError)
+    }
 
 
 def test_the_errors_page_lists_every_code_with_its_status():

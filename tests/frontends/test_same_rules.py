@@ -1,7 +1,9 @@
 """The frontends' endpoints post messages under the messages endpoint's rules: its throttle, usage limits, busy
 conversations and background turns."""
 
+import base64
 import json
+import uuid
 
 import httpx2
 import pytest
@@ -82,3 +84,26 @@ def test_a_background_turn_is_followed_to_its_end(live_server, model, conv):
     assert "".join(c["delta"] for c in got if c["type"] == "text-delta") == "Answered in the background."
     assert got[-1]["type"] == "finish" and got[-1]["messageMetadata"]["toolcalling"]["status"] == "idle"
     model.assert_done()
+
+
+def test_a_message_is_checked_before_its_assistant_as_the_messages_endpoint_checks_it(api, alice):
+    # The conversation's assistant is gone (a 409 once a turn is asked for), and the message is one no edge takes:
+    # a background turn with a file. Every edge checks the message first, in the one way of posting.
+    gone = Conversation.objects.create(user=alice, assistant_id="gone")
+    rest = api.post(
+        f"/api/toolcalling/conversations/{gone.pk}/messages/",
+        {"content": "see", "background": True, "attachments": [str(uuid.uuid4())]},
+        format="json",
+    )
+    png = {
+        "type": "file",
+        "mediaType": "image/png",
+        "url": "data:image/png;base64," + base64.b64encode(b"png").decode(),
+    }
+    message = {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "see"}, png]}
+    body = {"id": str(gone.pk), "messages": [message], "trigger": "submit-message", "background": True}
+    chat = api.post("/api/toolcalling/ai-sdk/chat", body, format="json")
+    assert rest.status_code == 400
+    assert rest.json() == {"attachments": ["A message with attachments cannot run in the background."]}
+    assert (chat.status_code, chat.json()) == (rest.status_code, rest.json())
+    assert not Message.objects.filter(conversation=gone).exists()

@@ -16,10 +16,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..attachments import AttachmentUploadHandler, attachment_storage, carried, may_read, store_unsent
+from ..attachments import AttachmentUploadHandler, attachment_storage, may_read, store_unsent
 from ..models import Attachment
-from .errors import ErrorResponses
-from .serializers import AttachmentSerializer
+from ..web import AttachmentSerializer, ErrorResponses
 from .throttling import UploadRateThrottle
 
 
@@ -75,8 +74,3 @@ class AttachmentContentView(ErrorResponses, APIView):
         response["Content-Security-Policy"] = "default-src 'none'; sandbox"
         response["Cache-Control"] = "private, max-age=3600"
         return response
-
-
-def message_attachments(request: Request, ids: list[Any], *, status: str | None = None) -> list[Attachment]:
-    """The uploads a posted message carries: those it names by id and the files of a multipart body's ``files``."""
-    return carried(request.user, ids, request.FILES.getlist("files"), status=status)

@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from ..engine import Turn, drive, start_on_turn_loop
 from ..models import Message
-from .streams import release_connections
+from ..web import release_connections
 
 
 class TurnResponse(Response):

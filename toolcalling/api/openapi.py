@@ -17,6 +17,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 
 from ..conf import ATTACHMENT_TYPES
 from ..models import Conversation, ToolCall
+from ..web import DEFAULT_TURN_RATE, AttachmentSerializer
 from .openapi_bodies import (
     AG_UI_EVENTS,
     CHAT_REQUEST,
@@ -46,12 +47,11 @@ from .openapi_bodies import (
 from .serializers import (
     ApprovalToolCallSerializer,
     ApproveInputSerializer,
-    AttachmentSerializer,
     ConversationSerializer,
     RejectInputSerializer,
     SettleInputSerializer,
 )
-from .throttling import DEFAULT_TURN_RATE, DEFAULT_UPLOAD_RATE
+from .throttling import DEFAULT_UPLOAD_RATE
 
 # Views --------------------------------------------------------------------------------------------------
 

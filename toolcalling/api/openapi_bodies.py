@@ -14,7 +14,8 @@ from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, e
 from rest_framework import serializers
 
 from ..models import Conversation, ToolCall
-from .serializers import ConversationStatusField, MessageInputSerializer, MessageSerializer, ToolCallSerializer
+from ..web import MessageInputSerializer, MessageSerializer, ToolCallSerializer
+from .serializers import ConversationStatusField
 
 # Statuses -----------------------------------------------------------------------------------------------
 
@@ -35,7 +36,7 @@ class ConversationStatusSchema(OpenApiSerializerFieldExtension):
 
 
 class ToolCallStatusSchema(ConversationStatusSchema):
-    target_class = "toolcalling.api.serializers.ToolCallStatusField"
+    target_class = "toolcalling.web.ToolCallStatusField"
     component = "ToolCallStatus"
     choices = ToolCall.Status
 

@@ -1,140 +1,31 @@
-"""Streamed and background turns over HTTP, and ``GET conversations/{id}/events/``.
+"""``GET conversations/{id}/events/`` and the answer to a background turn: where to follow it.
 
-A streamed turn publishes to the conversation's event stream and the response reads that stream back. Under
-WSGI the turn runs in a thread of its own and the response is read by the request's thread; under ASGI the turn
-runs on the process's turn loop and the response is read on the server's loop, so neither holds a thread while
-the model answers. So the POST answer, the events endpoint and a later reconnect all carry the
-same numbered events, and a client that hangs up mid-answer resumes from its last event id.
+The streamed and queued turns themselves run as every edge runs them (``toolcalling.web``).
 """
 
 from __future__ import annotations
 
-import logging
-import math
-import threading
 from typing import Any
 
-from django.core.handlers.asgi import ASGIRequest
-from django.db import close_old_connections, connections, transaction
 from django.http import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from django.utils import translation
 from django.utils.translation import gettext as _
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import streaming
-from ..engine import RUN_TURN, Turn, drive, enqueue, start_on_turn_loop
-from ..exceptions import EventsUnavailable, TaskQueueUnavailable, TurnError
 from ..models import Conversation
-from ..storage import write_db
-from .errors import ErrorResponses
-
-logger = logging.getLogger("toolcalling")
+from ..web import ErrorResponses, EventStreamMixin, is_asgi
 
 
-def accepts_event_stream(request: Request) -> bool:
-    return streaming.MEDIA_TYPE in request.META.get("HTTP_ACCEPT", "")
-
-
-def is_asgi(request: Request) -> bool:
-    return isinstance(getattr(request, "_request", request), ASGIRequest)
-
-
-def on_turn_loop(request: Request, turn: Turn) -> bool:
-    """Whether the turn runs on the turn loop, holding no thread while the model answers: under ASGI, unless the
-    caller holds a transaction open (a test's, say), whose rows the loop's threads could not see."""
-    return is_asgi(request) and not transaction.get_connection(write_db(turn.conversation)).in_atomic_block
-
-
-def release_connections() -> None:
-    """Under ASGI, what the request's thread holds of the database, let go once the turn is handed to the turn
-    loop: the thread then only waits for the response to end, and a connection kept open by each of a few hundred
-    streams or answers would exceed the database's limit. (Django closes them at the request's end, by
-    ``CONN_MAX_AGE``; a caller's open transaction keeps them.)"""
-    if not any(c.in_atomic_block for c in connections.all(initialized_only=True)):
-        close_old_connections()
-
-
-class EventStreamMixin:
-    """Lets a DRF view answer ``Accept: text/event-stream``: the stream itself is a plain Django
-    response, and every other answer (validation errors, 404, 409) stays JSON."""
-
-    def perform_content_negotiation(self, request: Request, force: bool = False) -> tuple[BaseRenderer, str]:
-        if accepts_event_stream(request):
-            renderer = JSONRenderer()
-            return renderer, renderer.media_type
-        return super().perform_content_negotiation(request, force)  # type: ignore[misc]
-
-
-def stream_turn(
-    request: Request, turn: Turn, content: str, renderer: streaming.Renderer | None = None
-) -> HttpResponseBase:
-    """Claim the conversation (``ConversationBusy`` propagates: the caller answers 409), run the turn (in a
-    thread under WSGI, on the turn loop under ASGI), and stream its events until ``turn_end`` (written by
-    ``renderer``: the app's own SSE unless a frontend protocol's is given)."""
-    conversation_id = turn.conversation.pk
-    store = streaming.get_store()
-    turn.claim()
-    # Never raises: with the store unreachable the turn streams from this process (its in-process fallback).
-    backend, after = store.for_stream(str(conversation_id))
-    done = threading.Event()
-    language = translation.get_language()  # the request's: the turn's thread or task starts with none of its own
-    asgi = is_asgi(request)
-    looped = on_turn_loop(request, turn)
-
-    def ended(exc: BaseException | None) -> None:
-        if isinstance(exc, TurnError):
-            # Stored as the conversation's error and published as an ``error`` event by the turn.
-            logger.info("streamed turn of %s failed: %s", conversation_id, exc)
-        elif exc is not None:
-            logger.error("streamed turn of %s stopped on an internal error", conversation_id, exc_info=exc)
-        store.release(str(conversation_id))  # the reader keeps its backend and reads on to turn_end
-        done.set()
-
-    def work() -> None:
-        error: BaseException | None = None
-        try:
-            with translation.override(language):
-                turn.run(content, claimed=True)
-        except Exception as exc:
-            error = exc
-        finally:
-            ended(error)
-            connections.close_all()  # this thread's connections only
-
-    async def awork() -> None:
-        error: BaseException | None = None
-        try:
-            with translation.override(language):
-                await drive(turn, content, claimed=True)
-        except Exception as exc:
-            error = exc
-        finally:
-            ended(error)
-
-    if looped:
-        start_on_turn_loop(awork())
-        release_connections()
-    else:
-        # Not a daemon: a turn whose reader hung up still finishes and is stored.
-        threading.Thread(target=work, name=f"toolcalling-turn-{conversation_id}").start()
-    follower = streaming.Follower(
-        after, until=lambda e: e.type == "turn_end", idle_timeout=math.inf, finished=done.is_set, renderer=renderer
-    )
-    return streaming.sse_response(conversation_id, follower, asgi=asgi, backend=backend)
-
-
-def start_background_turn(request: Request, turn: Turn, content: str) -> Response:
-    """Claim the conversation and hand the turn to a Celery worker; answer 202 with where to follow it."""
-    conversation = turn.conversation
-    after = queue_turn(turn, content)
+def background_answer(request: Request, conversation: Conversation, after: int) -> Response:
+    """The answer to a turn queued for a worker (``web.MessagePost.queue``): 202 with where to follow it from
+    ``after``."""
     # With eager Celery the turn has run by now (and may even have seen its conversation deleted).
     now = Conversation.objects.filter(pk=conversation.pk).values_list("status", flat=True).first()
     url = reverse("toolcalling:conversation-events", kwargs={"pk": conversation.pk})
@@ -142,24 +33,6 @@ def start_background_turn(request: Request, turn: Turn, content: str) -> Respons
         {"status": now, "events": f"{request.build_absolute_uri(url)}?after={after}", "after": after},
         status=status.HTTP_202_ACCEPTED,
     )
-
-
-def queue_turn(turn: Turn, content: str) -> int:
-    """Claim the conversation and queue the turn for a Celery worker; the number of the stream's last event
-    before it, to follow the turn from (``TaskQueueUnavailable`` when the broker cannot be reached)."""
-    conversation = turn.conversation
-    try:
-        after = streaming.last_seq(conversation.pk)
-    except EventsUnavailable:  # the turn runs all the same; its events are lost, the history has them
-        after = 0
-    token = turn.claim()
-    try:
-        enqueue(RUN_TURN, str(conversation.pk), content, str(token))
-    except TaskQueueUnavailable:
-        turn.release()  # never started: the conversation is idle again, and the turn its claim counted undone
-        conversation.refresh_from_db(fields=["status", "error"])
-        raise TaskQueueUnavailable(_("The turn could not be queued; try again."), status=conversation.status)
-    return after
 
 
 class ConversationEventsView(ErrorResponses, EventStreamMixin, APIView):

@@ -1,32 +1,11 @@
-"""The app's throttles, on top of the site's own: posting a message, the one request that spends model tokens
-(scope ``toolcalling_turn``), and uploading a file, which fills the site's storage (``toolcalling_upload``)."""
+"""The upload throttle, on top of the site's own: uploading a file fills the site's storage (scope
+``toolcalling_upload``). Posting a message has the turn throttle every edge shares (``toolcalling.web``)."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, cast
+from ..web import TurnRateThrottle
 
-from rest_framework.settings import api_settings
-from rest_framework.throttling import UserRateThrottle
-
-DEFAULT_TURN_RATE = "20/minute"
 DEFAULT_UPLOAD_RATE = "30/minute"
-
-
-class TurnRateThrottle(UserRateThrottle):
-    """Turns per user (per IP address for anonymous requests), on top of the site's own throttles.
-
-    The rate is ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["toolcalling_turn"]`` when the site sets it
-    (``None`` switches the throttle off), else ``DEFAULT_TURN_RATE``. It is read per request, not when
-    the class is imported, so changed settings apply at once.
-    """
-
-    scope = "toolcalling_turn"
-    default_rate: ClassVar[str] = DEFAULT_TURN_RATE
-
-    def get_rate(self) -> str | None:
-        # Rates are strings such as "10/minute" (or None); DRF's stubs type them as numbers.
-        rates = cast("dict[str, str | None]", api_settings.DEFAULT_THROTTLE_RATES or {})
-        return rates[self.scope] if self.scope in rates else self.default_rate
 
 
 class UploadRateThrottle(TurnRateThrottle):
@@ -37,9 +16,3 @@ class UploadRateThrottle(TurnRateThrottle):
 
     scope = "toolcalling_upload"
     default_rate = DEFAULT_UPLOAD_RATE
-
-
-def with_turn_throttle(request: Any, throttles: list[Any]) -> list[Any]:
-    """A view's throttles, with ``TurnRateThrottle`` on a POST: every view whose POST posts a message (the
-    messages endpoint, the AI SDK's and AG-UI's) throttles it the same way."""
-    return [*throttles, TurnRateThrottle()] if request.method == "POST" else throttles

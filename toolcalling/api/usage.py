@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from .. import usage
 from ..toolkit import assistants
-from .errors import ErrorResponses
+from ..web import ErrorResponses
 
 
 class UsageView(ErrorResponses, APIView):

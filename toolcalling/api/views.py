@@ -4,18 +4,16 @@ Errors are raised, never built here: ``errors`` gives them the API's one shape."
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import generics, mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -24,27 +22,32 @@ from rest_framework.views import APIView
 
 from .. import approval
 from ..approval import can_approve
-from ..engine import Turn, stop_turn
-from ..exceptions import AssistantUnavailable, InvalidArguments, NothingWaiting, NotRegistered
-from ..models import Attachment, Conversation, Message, ToolCall
+from ..engine import stop_turn
+from ..exceptions import InvalidArguments, NothingWaiting
+from ..models import Conversation, Message, ToolCall
 from ..toolkit import assistants
-from .attachments import Uploads, message_attachments
+from ..web import (
+    ErrorResponses,
+    MessagePost,
+    MessageSerializer,
+    PostsMessages,
+    ToolCallSerializer,
+    accepts_event_stream,
+    messages_json,
+    messages_queryset,
+    on_turn_loop,
+)
+from .attachments import Uploads
 from .deferred import TurnResponse
-from .errors import ErrorResponses
-from .message_json import messages_json
 from .pagination import MessageCursorPagination
 from .serializers import (
     ApprovalToolCallSerializer,
     ApproveInputSerializer,
     ConversationSerializer,
-    MessageInputSerializer,
-    MessageSerializer,
     RejectInputSerializer,
     SettleInputSerializer,
-    ToolCallSerializer,
 )
-from .streams import EventStreamMixin, accepts_event_stream, on_turn_loop, start_background_turn, stream_turn
-from .throttling import with_turn_throttle
+from .streams import background_answer
 
 
 class AssistantListView(ErrorResponses, APIView):
@@ -119,43 +122,19 @@ def own_conversation(request: Request, pk: Any) -> Conversation:
     return conversation
 
 
-def messages_queryset(conversation: Conversation) -> QuerySet[Message]:
-    return conversation.messages.order_by("id").prefetch_related(
-        Prefetch("tool_calls", queryset=ToolCall.objects.order_by("index")), "attachments"
-    )
-
-
-def turn_for(request: Request, conversation: Conversation, *, stream: bool) -> Turn:
-    """A turn of the conversation's assistant for the request's user: 409 when that assistant no longer exists,
-    403 when the user may not use it. Every endpoint that posts a message (the frontends' too) starts here."""
-    try:
-        assistant = assistants.get(conversation.assistant_id)()
-    except NotRegistered:
-        raise AssistantUnavailable(
-            _("The assistant %(assistant)s of this conversation no longer exists.")
-            % {"assistant": repr(conversation.assistant_id)},
-            status=conversation.status,
-        )
-    if not assistant.has_permission(request.user):
-        raise PermissionDenied(_("You may not use this assistant."))
-    return Turn(assistant, conversation, user=request.user, stream=stream)
-
-
-class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.GenericAPIView):
+class MessageListView(PostsMessages, Uploads, generics.GenericAPIView):
     """``GET`` the history; ``POST {"content": ...}`` runs a turn and answers with the new messages.
 
     With ``Accept: text/event-stream`` the turn is streamed as server-sent events; with
     ``"background": true`` it runs on a Celery worker and the answer is 202 (see ``streaming``).
-    The history is the whole list unless ``?cursor=`` or ``?page_size=`` ask for pages. A POST is also
-    throttled by ``TurnRateThrottle`` (scope ``toolcalling_turn``): it is what spends model tokens.
+    The history is the whole list unless ``?cursor=`` or ``?page_size=`` ask for pages. A POST posts the message as
+    every edge does (``web.MessagePost``) and is also throttled by ``TurnRateThrottle`` (scope ``toolcalling_turn``):
+    it is what spends model tokens.
     """
 
     permission_classes = [IsAuthenticated]
     serializer_class = MessageSerializer
     pagination_class = MessageCursorPagination
-
-    def get_throttles(self) -> list[Any]:
-        return with_turn_throttle(self.request, super().get_throttles())
 
     def get(self, request: Request, pk: Any) -> Response:
         conversation = own_conversation(request, pk)
@@ -169,20 +148,14 @@ class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.Generi
 
     def post(self, request: Request, pk: Any) -> HttpResponseBase:
         conversation = own_conversation(request, pk)
-        data = MessageInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        content = data.validated_data["content"]
         streamed = accepts_event_stream(request)
-        no_files_in_background(
-            data.validated_data["background"], bool(data.validated_data["attachments"] or request.FILES)
-        )
-        turn = turn_for(request, conversation, stream=streamed or data.validated_data["background"])
+        post = MessagePost(request, conversation, request.data, files=request.FILES.getlist("files"), streamed=streamed)
 
         def answer(messages: list[Message]) -> Response:
             return Response(
                 {
                     "status": conversation.status,
-                    "stopped": turn.view.stopped,
+                    "stopped": post.turn.view.stopped,
                     "messages": messages_json(messages),
                     "awaiting_approval": ToolCallSerializer(
                         [
@@ -198,40 +171,14 @@ class MessageListView(ErrorResponses, Uploads, EventStreamMixin, generics.Generi
                 status=status.HTTP_201_CREATED,
             )
 
-        # after the assistant and the user's right to it are known: files are only stored for a turn that runs
-        named = data.validated_data["attachments"]
-        turn.attachments = message_attachments(request, named, status=conversation.status)
-        with kept_only_if_taken(turn.attachments, named=named):
-            if data.validated_data["background"]:
-                return start_background_turn(request, turn, content)
-            if streamed:
-                return stream_turn(request, turn, content)
-            if on_turn_loop(request, turn):  # the answer rendered when the turn ends: no thread waits for the model
-                return TurnResponse(self, turn, content, answer)
-            return answer(turn.run(content))
-
-
-def no_files_in_background(background: bool, files: bool) -> None:
-    """A message with files runs in the request, never on a worker: the one rule every way of posting a message
-    (the messages endpoint, the AI SDK's) checks the same way."""
-    if background and files:
-        raise ValidationError({"attachments": [_("A message with attachments cannot run in the background.")]})
-
-
-@contextmanager
-def kept_only_if_taken(attachments: Sequence[Attachment], *, named: Sequence[Any] = ()) -> Iterator[None]:
-    """A message refused before it is stored (busy, a usage limit, the queue down) keeps none of the files it
-    brought: they are deleted again (their files with them). The uploads it ``named`` by id stay their owner's
-    to send. The files are stored before the turn claims the conversation, since the claim stores the message
-    and gives it its files in one transaction; a file given to a stored message stays."""
-    try:
-        yield
-    except BaseException:
-        named_ids = {str(pk) for pk in named}
-        brought = [a.pk for a in attachments if str(a.pk) not in named_ids]
-        if brought:
-            Attachment.objects.filter(pk__in=brought, message__isnull=True).delete()
-        raise
+        if post.background:
+            return background_answer(request, conversation, post.queue())
+        if streamed:
+            return post.stream()
+        if on_turn_loop(request, post.turn):  # the answer rendered when the turn ends: no thread waits for the model
+            with post.claiming():
+                return TurnResponse(self, post.turn, post.content, answer)
+        return answer(post.run())
 
 
 @csrf_exempt  # it changes nothing; a CSRF failure page would hide the 404 from API clients

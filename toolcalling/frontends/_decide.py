@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from .. import approval
-from ..api.serializers import in_parameter_order
 from ..models import ToolCall
 from ..toolkit import tool_label
+from ..web import in_parameter_order
 
 
 def decision_aid(call: ToolCall, user: Any) -> dict[str, Any]:

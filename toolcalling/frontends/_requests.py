@@ -23,10 +23,10 @@ from django.utils.translation import pgettext
 from rest_framework import serializers
 
 from .. import approval, streaming
-from ..api.serializers import JSONField
 from ..attachments import attachment_settings, sniff, too_large_text
 from ..exceptions import AlreadyDecided, AttachmentTooLarge, UnsupportedAttachment
 from ..models import Conversation, Message, ToolCall
+from ..web import JSONField
 
 SUBMIT = "submit-message"
 REGENERATE = "regenerate-message"

@@ -1,8 +1,9 @@
 """The frontend endpoints: ``ai-sdk/chat/`` and ``ai-sdk/chat/{id}/stream`` (the Vercel AI SDK's chat transport),
 and ``ag-ui/`` (AG-UI's ``RunAgentInput``).
 
-They post messages through the same turn, throttle, claim, usage limits and event stream as
-``POST conversations/{id}/messages/``; only the wire format of the answer differs (a ``streaming.Renderer``).
+They post messages the one way every edge does (``web.MessagePost``): the same checks, turn, throttle, claim,
+usage limits and event stream as ``POST conversations/{id}/messages/``; only the wire format of the answer differs
+(a ``streaming.Renderer``).
 Clients that ask for ``Accept: text/event-stream`` (AG-UI's do) get their errors as JSON all the same.
 """
 
@@ -17,13 +18,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import streaming
-from ..api.errors import ErrorResponses
-from ..api.serializers import MessageInputSerializer
-from ..api.streams import EventStreamMixin, is_asgi, queue_turn, stream_turn
-from ..api.throttling import with_turn_throttle
-from ..api.views import kept_only_if_taken, messages_queryset, no_files_in_background, turn_for
-from ..attachments import carried
 from ..models import Conversation
+from ..web import ErrorResponses, EventStreamMixin, MessagePost, PostsMessages, is_asgi, messages_queryset
 from . import _ag_ui as ag_ui
 from ._ai_sdk import HEADER, VERSION, UIMessageStream, ui_messages
 from ._requests import (
@@ -63,16 +59,13 @@ def _follow(
     return _ai_sdk(response) if protocol else response
 
 
-class AISDKChatView(ErrorResponses, EventStreamMixin, APIView):
+class AISDKChatView(PostsMessages, APIView):
     """``POST ai-sdk/chat/``: what ``DefaultChatTransport({api: ".../ai-sdk/chat"})`` sends. The chat ``id`` is a
     conversation of this user (else 404); the last user message's text is posted, ``regenerate-message`` posts
     the last user message again, and approval answers (``addToolApprovalResponse``) decide the user's own calls.
     The answer is the UI message stream of the turn (``x-vercel-ai-ui-message-stream: v1``)."""
 
     permission_classes = [IsAuthenticated]
-
-    def get_throttles(self) -> list[Any]:
-        return with_turn_throttle(self.request, super().get_throttles())
 
     def post(self, request: Request) -> HttpResponseBase:
         body = ChatRequestSerializer(data=request.data)
@@ -85,20 +78,12 @@ class AISDKChatView(ErrorResponses, EventStreamMixin, APIView):
             again = apply_answers(conversation, request.user, wanted.answers)
             renderer = UIMessageStream(conversation.pk, user=request.user, known=wanted.shown, waiting=again)
             return _follow(conversation.pk, after, renderer, request)
-        message = MessageInputSerializer(data={"content": wanted.content})  # the messages endpoint's checks
-        message.is_valid(raise_exception=True)
-        content = message.validated_data["content"]
-        turn = turn_for(request, conversation, stream=True)
-        # The files are stored once the assistant and the user's right to it are known, as messages/ does.
-        no_files_in_background(wanted.background, bool(wanted.files))
-        turn.attachments = carried(request.user, [], wanted.files, status=conversation.status)
-        with kept_only_if_taken(turn.attachments):  # a message refused (busy, a limit) keeps none of its files
-            if wanted.background:
-                after = queue_turn(turn, content)
-                renderer = UIMessageStream(conversation.pk, user=request.user, names_answer=True)
-                return _follow(conversation.pk, after, renderer, request)
-            renderer = UIMessageStream(conversation.pk, user=request.user, names_answer=True)
-            return _ai_sdk(stream_turn(request, turn, content, renderer))
+        data = {"content": wanted.content, "background": wanted.background}
+        post = MessagePost(request, conversation, data, files=wanted.files, streamed=True)
+        renderer = UIMessageStream(conversation.pk, user=request.user, names_answer=True)
+        if post.background:
+            return _follow(conversation.pk, post.queue(), renderer, request)
+        return _ai_sdk(post.stream(renderer))
 
 
 class AISDKStreamView(ErrorResponses, EventStreamMixin, APIView):
@@ -122,7 +107,7 @@ class AISDKStreamView(ErrorResponses, EventStreamMixin, APIView):
         return _ai_sdk(HttpResponse(status=204))
 
 
-class AGUIView(ErrorResponses, EventStreamMixin, APIView):
+class AGUIView(PostsMessages, APIView):
     """``POST ag-ui/``: an AG-UI ``RunAgentInput`` whose ``threadId`` is a conversation of this user. The last
     user message is posted (or, with ``resume``, the user's answers to the last run's interrupts are applied;
     with no messages at all, the run is the thread's ``MESSAGES_SNAPSHOT``); the answer is the run as AG-UI
@@ -130,9 +115,6 @@ class AGUIView(ErrorResponses, EventStreamMixin, APIView):
     assistant offers its server-side tools only, so approval and ownership stay the server's."""
 
     permission_classes = [IsAuthenticated]
-
-    def get_throttles(self) -> list[Any]:
-        return with_turn_throttle(self.request, super().get_throttles())
 
     def post(self, request: Request) -> HttpResponseBase:
         run = ag_ui.read_input(request.data)
@@ -152,10 +134,8 @@ class AGUIView(ErrorResponses, EventStreamMixin, APIView):
                                       absolute=request.build_absolute_uri)  # fmt: skip
             body = renderer.opening(0) + renderer.emit_event(snapshot) + renderer.closing()
             return HttpResponse(body, content_type=f"{ag_ui.MEDIA_TYPE}; charset=utf-8")
-        message = MessageInputSerializer(data={"content": ag_ui.last_user_text(run)})
-        message.is_valid(raise_exception=True)
-        turn = turn_for(request, conversation, stream=True)
-        return stream_turn(request, turn, message.validated_data["content"], renderer)
+        post = MessagePost(request, conversation, {"content": ag_ui.last_user_text(run)}, streamed=True)
+        return post.stream(renderer)
 
 
 class AISDKMessagesView(ErrorResponses, APIView):

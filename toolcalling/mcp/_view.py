@@ -20,9 +20,9 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from ..api.errors import ErrorResponses
 from ..assistant import Assistant
 from ..exceptions import NotRegistered
+from ..web import ErrorResponses
 from ._protocol import PARSE_ERROR, MCPEndpoint, Reply
 
 # The challenge of a 401 when no configured authentication class names one (session authentication alone).

@@ -1,10 +1,12 @@
-"""The API's one error shape: ``{"detail": ..., "code": ..., "status": ...}``, mapped here and nowhere else.
+"""The one error shape of every endpoint (the REST API's, the frontends', MCP's): ``{"detail": ..., "code": ...,
+"status": ...}``, mapped here and nowhere else.
 
-Exceptions carry their HTTP status and code (``toolcalling.exceptions``); views raise them and this
-module turns them into responses. A turn's error also lists the ``messages`` the turn stored before it
-failed. Validation errors keep DRF's 400 shape (Django's own ``ValidationError``, which approval raises for a
-decision it refuses, gets it too); DRF's other errors (401, 403, 404, 405, 429) get the
-same ``code`` and ``status`` keys. A site's own ``EXCEPTION_HANDLER`` still handles everything else.
+The app's errors carry a code and no HTTP (``toolcalling.exceptions``); views raise them, and this module gives
+each code its HTTP status (``HTTP_STATUS``, the one table of them) and turns the errors into responses. A turn's
+error also lists the ``messages`` the turn stored before it failed. Validation errors keep DRF's 400 shape
+(Django's own ``ValidationError``, which approval raises for a decision it refuses, gets it too); DRF's other
+errors (401, 403, 404, 405, 429) get the same ``code`` and ``status`` keys. A site's own ``EXCEPTION_HANDLER``
+still handles everything else.
 """
 
 from __future__ import annotations
@@ -19,12 +21,62 @@ from django.http import Http404
 from django.utils.translation import gettext as _
 from rest_framework import exceptions as drf
 from rest_framework import parsers
+from rest_framework import status as http
 from rest_framework.response import Response
 from rest_framework.serializers import as_serializer_error
 from rest_framework.settings import api_settings
 
 from ..exceptions import APIError, RequestTooLarge, TurnError, UsageLimitExceeded
-from .message_json import messages_json
+from ._messages import messages_json
+
+# The HTTP status of each error code (docs/reference/errors.md lists them for clients).
+HTTP_STATUS: dict[str, int] = {
+    "error": http.HTTP_400_BAD_REQUEST,
+    # A conversation's state
+    "conversation_busy": http.HTTP_409_CONFLICT,
+    "nothing_waiting": http.HTTP_409_CONFLICT,
+    "assistant_unavailable": http.HTTP_409_CONFLICT,
+    "not_running": http.HTTP_409_CONFLICT,
+    # Decisions
+    "already_decided": http.HTTP_409_CONFLICT,
+    "permission_denied": http.HTTP_403_FORBIDDEN,
+    "requester_may_not_approve": http.HTTP_403_FORBIDDEN,
+    # Services out of reach
+    "queue_unavailable": http.HTTP_503_SERVICE_UNAVAILABLE,
+    "events_unavailable": http.HTTP_503_SERVICE_UNAVAILABLE,
+    # A turn's end
+    "turn_failed": http.HTTP_422_UNPROCESSABLE_ENTITY,
+    "model_error": http.HTTP_502_BAD_GATEWAY,
+    "turn_interrupted": http.HTTP_409_CONFLICT,
+    "turn_not_stored": http.HTTP_503_SERVICE_UNAVAILABLE,
+    "model_call_limit_exceeded": http.HTTP_422_UNPROCESSABLE_ENTITY,
+    "usage_limit_exceeded": http.HTTP_429_TOO_MANY_REQUESTS,
+    "unpriced_model": http.HTTP_503_SERVICE_UNAVAILABLE,
+    "tool_error": http.HTTP_422_UNPROCESSABLE_ENTITY,
+    "tool_call_limit_exceeded": http.HTTP_422_UNPROCESSABLE_ENTITY,
+    "output_validation_failed": http.HTTP_422_UNPROCESSABLE_ENTITY,
+    # Attachments and bodies
+    "unsupported_attachment": http.HTTP_400_BAD_REQUEST,
+    "request_too_large": http.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    "attachment_too_large": http.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    "upload_quota_exceeded": http.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    "too_many_attachments": http.HTTP_400_BAD_REQUEST,
+    "unknown_attachment": http.HTTP_400_BAD_REQUEST,
+    # Optional extras not installed
+    "ag_ui_not_installed": http.HTTP_501_NOT_IMPLEMENTED,
+    "mcp_not_installed": http.HTTP_501_NOT_IMPLEMENTED,
+}
+
+
+def http_status(error: APIError | type[APIError]) -> int:
+    """The HTTP status of an error (or error class): its code's in ``HTTP_STATUS``; a code the table lacks (a
+    site's own subclass) takes its nearest base class's."""
+    cls = error if isinstance(error, type) else type(error)
+    for base in cls.__mro__:
+        code = getattr(base, "default_code", None)
+        if code in HTTP_STATUS:
+            return HTTP_STATUS[code]
+    return HTTP_STATUS[APIError.default_code]
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -32,7 +84,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, (RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent)):
         exc = RequestTooLarge()  # Django's limits on reading a body: its handler would answer an HTML 400 page
     if isinstance(exc, APIError):
-        return Response(error_body(exc), status=exc.status_code, headers=_headers(exc))
+        return Response(error_body(exc), status=http_status(exc), headers=_headers(exc))
     # Django's own (get_object_or_404) become DRF's, as DRF's handler would make them, so they get our keys too.
     if isinstance(exc, Http404):
         exc = drf.NotFound(*exc.args)

@@ -1,4 +1,5 @@
-"""The JSON of a turn's new messages, as ``MessageSerializer`` gives it, without building a serializer per request.
+"""Messages as every edge reads and shows them: a conversation's history with its calls and files, and the JSON of
+a turn's new messages, as ``MessageSerializer`` gives it, without building a serializer per request.
 
 A ``ModelSerializer`` builds its fields from the model for every new instance, nested ones included: about a
 quarter of a turn's POST in CPU. The answer of a POST is shown by one serializer built once per process, whose
@@ -11,8 +12,17 @@ import functools
 from collections.abc import Iterable
 from typing import Any
 
-from ..models import Message
-from .serializers import MessageSerializer
+from django.db.models import Prefetch, QuerySet
+
+from ..models import Conversation, Message, ToolCall
+from ._serializers import MessageSerializer
+
+
+def messages_queryset(conversation: Conversation) -> QuerySet[Message]:
+    """The conversation's messages in order, each with its tool calls (in the answer's order) and its files."""
+    return conversation.messages.order_by("id").prefetch_related(
+        Prefetch("tool_calls", queryset=ToolCall.objects.order_by("index")), "attachments"
+    )
 
 
 @functools.cache
