@@ -17,7 +17,6 @@ from ._sse import (
     sse_response,
 )
 from ._store import (
-    EVENT_TYPES,
     EventStore,
     aread,
     describe_call,
@@ -30,7 +29,6 @@ from ._store import (
 )
 
 __all__ = [
-    "EVENT_TYPES",
     "MEDIA_TYPE",
     "Follower",
     "Backend",
