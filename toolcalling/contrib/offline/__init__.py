@@ -14,7 +14,6 @@ from ._model import (
     OFFLINE_BASE_URL,
     OFFLINE_MODEL_NAME,
     OfflineModel,
-    offline_async_http_client,
     offline_http_client,
 )
 
@@ -24,7 +23,6 @@ __all__ = [
     "OfflineModel",
     "anthropic_client",
     "client",
-    "offline_async_http_client",
     "offline_http_client",
 ]
 
