@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._cases import EvalInputs, ObservedCall, Transcript
-    from ._datasets import EvalDataset, load_dataset, save_dataset
+    from ._datasets import EvalDataset, load_dataset
     from ._evaluators import AnswerContains, AnswerMatches, AnswerSchema, Limits, Succeeded, ToolCalls
     from ._judge import AnswerJudge, site_judge_model
     from ._outcomes import CaseOutcome, RunSummary, summarise
@@ -23,7 +23,6 @@ _WHERE = {
     "Transcript": "_cases",
     "EvalDataset": "_datasets",
     "load_dataset": "_datasets",
-    "save_dataset": "_datasets",
     "AnswerContains": "_evaluators",
     "AnswerMatches": "_evaluators",
     "AnswerSchema": "_evaluators",
@@ -58,7 +57,6 @@ __all__ = [
     "evaluate",
     "load_dataset",
     "run_case",
-    "save_dataset",
     "site_judge_model",
     "summarise",
 ]
