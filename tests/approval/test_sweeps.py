@@ -157,7 +157,7 @@ def test_a_sweep_lists_only_the_runs_it_recovered_not_one_whose_result_landed_me
 
     post_save.connect(late_result, sender=ToolCall)
     try:
-        failed = approval.fail_stalled(now=timezone.now())
+        failed = [call for call, _ in approval.recover_stalled(now=timezone.now())]
     finally:
         post_save.disconnect(late_result, sender=ToolCall)
     assert [call.pk for call in failed] == [first.pk]
@@ -171,7 +171,7 @@ def test_a_sweep_leaves_alone_a_call_that_needs_no_approval_however_long_it_runs
     ToolCall.objects.filter(pk=call.pk).update(
         status=ToolCall.Status.RUNNING, requires_approval=False, started_at=long_ago, lease_expires_at=None
     )
-    assert approval.fail_stalled(now=timezone.now()) == []
+    assert approval.recover_stalled(now=timezone.now()) == []
     assert ToolCall.objects.get(pk=call.pk).status == "running"
 
 
@@ -187,7 +187,7 @@ def test_a_run_whose_lease_still_lasts_is_left_alone_when_the_timeout_was_made_s
     later = started.started_at + timedelta(seconds=61)
     with override_toolcalling(APPROVAL_RUN_TIMEOUT=60):
         assert later < started.lease_expires_at
-        assert approval.fail_stalled(now=later) == []
+        assert approval.recover_stalled(now=later) == []
     assert ToolCall.objects.get(pk=call.pk).status == "running"
 
 

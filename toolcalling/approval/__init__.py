@@ -20,7 +20,7 @@ from ._decisions import (
 from ._preview import Preview, preview
 from ._rights import APPROVE_PERMISSION, can_approve, may_decide, refusal
 from ._runs import WORKER_STOPPED, run, start_run
-from ._sweeps import SweepResult, continue_stalled, fail_stalled, recover_stalled, resume_stalled, sweep
+from ._sweeps import SweepResult, continue_stalled, recover_stalled, resume_stalled, sweep
 
 __all__ = [
     "APPROVE_PERMISSION",
@@ -35,7 +35,6 @@ __all__ = [
     "continue_stalled",
     "edit_arguments",
     "expire",
-    "fail_stalled",
     "may_decide",
     "preview",
     "recover_stalled",
