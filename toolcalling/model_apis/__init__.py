@@ -23,10 +23,8 @@ from ._base import (
     ModelRequest,
     RequestedCall,
     StreamCallbacks,
-    ToolInputCallback,
     Usage,
     reasoning_items,
-    tool_input_of,
 )
 from ._chat_completions import ChatCompletions
 from ._responses import Responses, needs_responses
@@ -46,8 +44,6 @@ __all__ = [
     "ChatCompletions",
     "DeltaCallback",
     "StreamCallbacks",
-    "ToolInputCallback",
-    "tool_input_of",
     "Features",
     "ModelAPI",
     "ModelReply",
