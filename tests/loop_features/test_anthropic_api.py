@@ -15,7 +15,7 @@ from toolcalling.hooks import ModelRequest
 from toolcalling.model_apis import Responses, get_model_api, reasoning_items
 from toolcalling.models import Message
 from toolcalling.testutils import override_toolcalling
-from toolcalling.toolkit import make_tool
+from toolcalling.toolkit._tool import make_tool
 
 from .assistants import Verdict
 
