@@ -10,7 +10,7 @@ import httpx2
 import openai
 import pytest
 
-from toolcalling.contrib.offline import OFFLINE_BASE_URL, OFFLINE_MODEL_NAME, OfflineModel, offline_http_client
+from toolcalling.contrib.offline._model import OFFLINE_BASE_URL, OFFLINE_MODEL_NAME, OfflineModel, offline_http_client
 from toolcalling.testing import (
     OpenAICompatibleServer,
     Reply,

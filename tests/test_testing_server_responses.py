@@ -160,7 +160,7 @@ def test_structured_output_is_checked_as_text_format(model, client):
 
 
 def test_the_offline_model_answers_the_responses_api_too():
-    from toolcalling.contrib.offline import OFFLINE_BASE_URL, offline_http_client
+    from toolcalling.contrib.offline._model import OFFLINE_BASE_URL, offline_http_client
 
     offline = openai.OpenAI(base_url=OFFLINE_BASE_URL, api_key="x", http_client=offline_http_client(), max_retries=0)
     order = {**WEATHER, "name": "get_order_status", "description": "Look up the shipping status of an order.",

@@ -7,7 +7,8 @@ from rest_framework.test import APIClient
 
 from toolcalling.exceptions import ImproperlyDefined
 from toolcalling.models import Conversation, Message
-from toolcalling.toolkit import make_tool, tool_label
+from toolcalling.toolkit import tool_label
+from toolcalling.toolkit._tool import make_tool
 
 URL = "/api/toolcalling/"
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 from tests.approvalapp.models import Counter
 from tests.history import history_problems
 from toolcalling import signals
+from toolcalling.approval._runs import WORKER_STOPPED, start_run
 from toolcalling.model_apis import reasoning_items
 from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.tasks import expire_waiting_tool_calls
@@ -282,7 +283,7 @@ def test_a_call_left_running_by_a_stopped_worker_waits_for_a_person_and_is_never
 
     with django_capture_on_commit_callbacks(execute=False):
         approval.approve(waiting, approver)
-    assert approval.start_run(waiting.pk) is not None  # a worker took it, then died before answering
+    assert start_run(waiting.pk) is not None  # a worker took it, then died before answering
     # A redelivery while the run's lease lasts leaves it alone: the first worker may still be running it.
     assert run_approved_tool_call.apply(args=[waiting.pk]).get() is False
     waiting.refresh_from_db()
@@ -337,14 +338,14 @@ def test_a_sweep_leaves_approved_calls_running_too_long_to_a_person(
 
     with django_capture_on_commit_callbacks(execute=False):
         approval.approve(waiting, approver)
-    approval.start_run(waiting.pk)
+    start_run(waiting.pk)
     with django_capture_on_commit_callbacks(execute=True):
         assert expire_waiting_tool_calls.apply().get()["failed"] == []  # its lease still lasts
     ToolCall.objects.filter(pk=waiting.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     with django_capture_on_commit_callbacks(execute=True):
         assert expire_waiting_tool_calls.apply().get() == {"expired": [], "failed": [waiting.pk], "continued": []}
     waiting.refresh_from_db()
-    assert waiting.status == "outcome_unknown" and waiting.error == approval.WORKER_STOPPED
+    assert waiting.status == "outcome_unknown" and waiting.error == WORKER_STOPPED
     assert Conversation.objects.get(pk=ops["id"]).status == "awaiting_approval"
     model.reply("The operation happened after all.")
     with django_capture_on_commit_callbacks(execute=True):

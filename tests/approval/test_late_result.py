@@ -13,6 +13,7 @@ from tests.approval.test_worker import final_answer, post
 from tests.approvalapp.models import Counter
 from tests.services import wait_until
 from toolcalling import approval
+from toolcalling.approval._sweeps import recover_stalled
 from toolcalling.conf import toolcalling_settings
 from toolcalling.models import Message, ToolCall
 
@@ -32,7 +33,7 @@ def slow_run_taken_for_dead(api, ops, approver_api, worker_model, release_file):
     assert approver_api.post(f"/api/toolcalling/tool-calls/{call_id}/approve/").status_code == 200
     wait_until(lambda: Counter.objects.filter(name="overrun", value=1).exists(), what="the tool to start on the worker")
     later = timezone.now() + timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT + 1)
-    assert [c.pk for c in approval.fail_stalled(now=later)] == [call_id]
+    assert [c.pk for c, _ in recover_stalled(now=later)] == [call_id]
     assert ToolCall.objects.get(pk=call_id).status == "outcome_unknown"
     return call_id
 

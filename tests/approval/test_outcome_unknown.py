@@ -11,6 +11,7 @@ from django.utils import timezone
 from tests.approval.test_decisions import assert_history_valid, post, tool_message
 from tests.approval.test_idempotency import delivered_keys
 from toolcalling import ToolContext, approval, signals
+from toolcalling.approval._runs import WORKER_STOPPED, start_run
 from toolcalling.exceptions import AlreadyDecided, DecisionNotAllowed
 from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.notifications import approval_notice
@@ -30,7 +31,7 @@ def died_while_running(api, till, model, approver, tool, capture):
     call = ToolCall.objects.get(pk=response.json()["awaiting_approval"][0]["id"])
     with capture(execute=False):  # the worker takes the task ...
         approval.approve(call, approver)
-    assert approval.start_run(call.pk) is not None
+    assert start_run(call.pk) is not None
     # ... and is killed: the row stays ``running``, its lease runs out.
     ToolCall.objects.filter(pk=call.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     call.refresh_from_db()
@@ -76,7 +77,7 @@ def test_a_call_of_another_tool_whose_worker_died_waits_for_staff_who_may_run_it
         result = approval.sweep()
     assert [c.pk for c in result.unknown] == [call.pk] and result.retried == []
     call.refresh_from_db()
-    assert (call.status, call.error) == ("outcome_unknown", approval.WORKER_STOPPED)
+    assert (call.status, call.error) == ("outcome_unknown", WORKER_STOPPED)
     assert call.worker and call.started_at is not None  # what the desk shows: who ran it, since when
     assert delivered_keys("charge") == {}  # never run again silently
     assert not Message.objects.filter(role="tool", tool_call_id=call.call_id).exists()

@@ -13,6 +13,7 @@ from tests.approval.test_decisions import counter, post
 from tests.celery_app import app as celery_app
 from tests.services import celery_conf, free_port
 from toolcalling import approval
+from toolcalling.approval._sweeps import continue_stalled
 from toolcalling.models import Conversation, ToolCall
 
 
@@ -63,10 +64,10 @@ def test_a_continuation_the_broker_lost_is_queued_again_by_the_sweep(approver, a
         )
     conversation = Conversation.objects.get(pk=waiting.conversation_id)
     assert conversation.status == "awaiting_approval"  # decided, but nobody continued it
-    assert approval.continue_stalled() == []  # too recent: a continuation may still be on its way
+    assert continue_stalled() == []  # too recent: a continuation may still be on its way
     model.reply("Not bumping, then.")
     later = timezone.now() + timedelta(minutes=5)
-    assert [c.pk for c in approval.continue_stalled(now=later)] == [conversation.pk]
+    assert [c.pk for c in continue_stalled(now=later)] == [conversation.pk]
     conversation.refresh_from_db()
     assert conversation.status == "idle"
     assert conversation.messages.order_by("id").last().content == "Not bumping, then."

@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from tests.approval.test_decisions import post, tool_message
 from toolcalling import approval
-from toolcalling.approval._runs import lease_expired
+from toolcalling.approval._runs import lease_expired, start_run
+from toolcalling.approval._sweeps import continue_stalled, recover_stalled
 from toolcalling.conf import toolcalling_settings
 from toolcalling.models import Conversation, ToolCall
 from toolcalling.testutils import override_toolcalling
@@ -59,7 +60,7 @@ def test_a_sweep_does_everything_that_is_due_at_the_moment_it_is_given(
     with django_capture_on_commit_callbacks(execute=False):  # the approvals' runs and the continuation get lost
         for call in (running, legacy):
             approval.approve(call, approver)
-            assert approval.start_run(call.pk) is not None
+            assert start_run(call.pk) is not None
         approval.reject(lost, approver)
     # A run started before calls had leases: its timeout counts from when it started.
     ToolCall.objects.filter(pk=legacy.pk).update(lease_expires_at=None)
@@ -95,7 +96,7 @@ def test_a_sweep_now_leaves_alone_what_is_not_due_yet(api, model, approver, djan
     with django_capture_on_commit_callbacks(execute=False):
         for call in (running, legacy):
             approval.approve(call, approver)
-            assert approval.start_run(call.pk) is not None
+            assert start_run(call.pk) is not None
     ToolCall.objects.filter(pk=legacy.pk).update(lease_expires_at=None)
     result = approval.sweep()
     assert (result.expired, result.failed, result.continued) == ([], [], [])
@@ -108,7 +109,7 @@ def test_a_lease_has_ended_at_its_end_and_a_run_without_one_when_its_timeout_is_
     call = waiting_call(api, model, "leased")
     approval.approve(call, approver)
     before = timezone.now()
-    started = approval.start_run(call.pk)
+    started = start_run(call.pk)
     lease, began = started.lease_expires_at, started.started_at
     assert before <= began <= timezone.now()  # the run starts now, not when the call was asked for
     assert lease == began + timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT)
@@ -135,10 +136,10 @@ def test_a_lost_continuation_is_queued_again_once_it_is_more_than_a_minute_old(
     stalled = Conversation.objects.get(pk=lost.conversation_id)
     assert stalled.status == "awaiting_approval"
     minute = stalled.updated_at + timedelta(seconds=60)
-    assert approval.continue_stalled(now=minute) == []  # a continuation may still be on its way
+    assert continue_stalled(now=minute) == []  # a continuation may still be on its way
     model.reply("Not bumped.")
     tick = timedelta(microseconds=1)
-    assert [c.pk for c in approval.continue_stalled(now=minute + tick)] == [stalled.pk]
+    assert [c.pk for c in continue_stalled(now=minute + tick)] == [stalled.pk]
     assert Conversation.objects.get(pk=stalled.pk).status == "idle"
     model.assert_done()
 
@@ -157,7 +158,7 @@ def test_a_sweep_lists_only_the_runs_it_recovered_not_one_whose_result_landed_me
 
     post_save.connect(late_result, sender=ToolCall)
     try:
-        failed = approval.fail_stalled(now=timezone.now())
+        failed = [call for call, _ in recover_stalled(now=timezone.now())]
     finally:
         post_save.disconnect(late_result, sender=ToolCall)
     assert [call.pk for call in failed] == [first.pk]
@@ -171,7 +172,7 @@ def test_a_sweep_leaves_alone_a_call_that_needs_no_approval_however_long_it_runs
     ToolCall.objects.filter(pk=call.pk).update(
         status=ToolCall.Status.RUNNING, requires_approval=False, started_at=long_ago, lease_expires_at=None
     )
-    assert approval.fail_stalled(now=timezone.now()) == []
+    assert recover_stalled(now=timezone.now()) == []
     assert ToolCall.objects.get(pk=call.pk).status == "running"
 
 
@@ -181,13 +182,13 @@ def test_a_run_whose_lease_still_lasts_is_left_alone_when_the_timeout_was_made_s
     call = waiting_call(api, model, "leased")
     with django_capture_on_commit_callbacks(execute=False):
         approval.approve(call, approver)
-    started = approval.start_run(call.pk)
+    started = start_run(call.pk)
     assert started is not None
     # The site shortens the timeout while the run goes on: its lease, set when it started, still holds.
     later = started.started_at + timedelta(seconds=61)
     with override_toolcalling(APPROVAL_RUN_TIMEOUT=60):
         assert later < started.lease_expires_at
-        assert approval.fail_stalled(now=later) == []
+        assert recover_stalled(now=later) == []
     assert ToolCall.objects.get(pk=call.pk).status == "running"
 
 

@@ -19,6 +19,7 @@ from tests.approval.test_worker import final_answer, gated_call, race
 from tests.approvalapp.models import Counter
 from tests.celery_app import app as celery_app
 from toolcalling import approval, engine
+from toolcalling.approval._runs import WORKER_STOPPED
 from toolcalling.conf import toolcalling_settings
 from toolcalling.models import Conversation, Message, ToolCall
 
@@ -188,7 +189,7 @@ def test_a_task_worker_killed_mid_run_never_runs_the_call_again(
     later = timezone.now() + timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT + 1)
     approval.sweep(now=later)
     call = ToolCall.objects.get(pk=call_id)
-    assert (call.status, call.error) == ("outcome_unknown", approval.WORKER_STOPPED)
+    assert (call.status, call.error) == ("outcome_unknown", WORKER_STOPPED)
     assert call.worker.endswith(f":{doomed.pid}")  # the desk says which worker ran it
     worker_model.reply("The counter was bumped before the worker stopped.")
     approval.settle(call, approver, "succeeded", "The counter shows the bump.")

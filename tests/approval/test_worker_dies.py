@@ -14,6 +14,8 @@ from tests.approval.test_worker import final_answer, post
 from tests.approvalapp.models import Counter
 from tests.services import wait_for_worker, wait_until
 from toolcalling import approval
+from toolcalling.approval._runs import WORKER_STOPPED
+from toolcalling.approval._sweeps import recover_stalled
 from toolcalling.conf import toolcalling_settings
 from toolcalling.models import ToolCall
 
@@ -69,9 +71,9 @@ def test_a_worker_killed_mid_run_leaves_the_call_to_staff_and_never_runs_it_agai
     # The sweep (toolcalling_expire / the periodic task) finds it once the lease has ended: ``slow_bump`` may
     # not run again, so it waits for a person, who says it took effect; then the conversation goes on.
     later = timezone.now() + timedelta(seconds=toolcalling_settings.APPROVAL_RUN_TIMEOUT + 1)
-    assert [(c.pk, outcome) for c, outcome in approval.recover_stalled(now=later)] == [(call_id, "unknown")]
+    assert [(c.pk, outcome) for c, outcome in recover_stalled(now=later)] == [(call_id, "unknown")]
     call = ToolCall.objects.get(pk=call_id)
-    assert (call.status, call.error) == ("outcome_unknown", approval.WORKER_STOPPED)
+    assert (call.status, call.error) == ("outcome_unknown", WORKER_STOPPED)
     assert call.worker.endswith(f":{doomed.pid}")  # the desk says which worker ran it
     worker_model.reply("The counter was bumped before the worker stopped.")
     approval.settle(call, approver, "succeeded", "The counter shows the bump.")

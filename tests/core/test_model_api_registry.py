@@ -11,7 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from toolcalling import Assistant
 from toolcalling.assistant import API_CHOICES
 from toolcalling.conf import MODEL_APIS
-from toolcalling.model_apis import ChatCompletions, Features, ModelReply, ModelRequest, get_model_api, load_model_api
+from toolcalling.model_apis import ChatCompletions, ModelReply, ModelRequest, get_model_api, load_model_api
 from toolcalling.testutils import override_model, override_toolcalling
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +20,6 @@ pytestmark = pytest.mark.django_db
 class Dialect(ChatCompletions):
     """A fourth API: an OpenAI-compatible vendor's dialect, under a name of its own."""
 
-    features = Features(name="dialect")
     sent: list[str] = []
 
     def send(self, request: ModelRequest, **kwargs: Any) -> ModelReply:
@@ -29,6 +28,7 @@ class Dialect(ChatCompletions):
 
 
 DIALECT = {"dialect": f"{__name__}.Dialect"}
+API_CLASSES = {"chat_completions": "ChatCompletions", "responses": "Responses", "anthropic": "Anthropic"}
 
 
 def test_a_fourth_api_is_one_registry_line_and_runs_a_turn_against_the_strict_server(alice):
@@ -50,8 +50,8 @@ def test_a_fourth_api_is_one_registry_line_and_runs_a_turn_against_the_strict_se
 
 def test_each_api_builds_its_own_clients_from_settings():
     with override_toolcalling(API_KEY="k", BASE_URL="http://127.0.0.1:9/v1", OFFLINE_MODEL=False):
-        for name in ("chat_completions", "responses", "anthropic"):
+        for name, implementation in API_CLASSES.items():
             api = load_model_api(name).from_settings()
-            assert api.features.name == name
+            assert type(api).__name__ == implementation
             assert api.client.api_key == "k"
             assert api.build_async_client is not None and api.build_async_client().api_key == "k"

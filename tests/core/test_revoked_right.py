@@ -7,7 +7,7 @@ from django.contrib.auth.models import Permission
 
 from toolcalling import Assistant
 from toolcalling.engine._calls import revoked_right
-from toolcalling.toolkit import make_tool
+from toolcalling.toolkit._tool import make_tool
 
 
 def export_users(limit: int) -> str:

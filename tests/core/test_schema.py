@@ -9,7 +9,8 @@ from pydantic import BaseModel, Field
 
 from toolcalling import ToolContext
 from toolcalling.exceptions import ImproperlyDefined, InvalidArguments
-from toolcalling.toolkit import make_tool, result_to_text
+from toolcalling.toolkit import result_to_text
+from toolcalling.toolkit._tool import make_tool
 
 
 class Color(enum.Enum):

@@ -10,7 +10,8 @@ from django.core.exceptions import ImproperlyConfigured
 from toolcalling.checks import check_prices
 from toolcalling.model_apis import ChatCompletions, load_model_api
 from toolcalling.testutils import override_toolcalling
-from toolcalling.usage import Pricing, price_for, price_problems
+from toolcalling.usage import Pricing, price_problems
+from toolcalling.usage._prices import price_for
 
 OPENAI = "https://api.openai.com/v1"
 

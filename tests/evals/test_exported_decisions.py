@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from demo_site.shop.models import Order
 from toolcalling import Assistant, approval
-from toolcalling.evals import EvalInputs, run_case
+from toolcalling.evals import EvalInputs
+from toolcalling.evals._running import run_case
 from toolcalling.evals.cases import case_from_conversation
 from toolcalling.models import Conversation, ToolCall
 from toolcalling.testutils import override_toolcalling

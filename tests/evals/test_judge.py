@@ -44,6 +44,6 @@ def test_the_offline_model_cannot_judge(shop):
     assert not outcome.passed
     assert "AnswerJudge needs a real model" in outcome.failures[0]
     with pytest.raises(ImproperlyDefined):
-        from toolcalling.evals import site_judge_model
+        from toolcalling.evals._judge import site_judge_model
 
         site_judge_model()

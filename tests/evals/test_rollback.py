@@ -5,7 +5,8 @@ from django.contrib.auth import get_user_model
 from pydantic_evals import Case, Dataset
 
 from demo_site.shop.models import Order, Product
-from toolcalling.evals import AnswerContains, EvalInputs, Succeeded, ToolCalls, Transcript, evaluate, run_case
+from toolcalling.evals import AnswerContains, EvalInputs, Succeeded, ToolCalls, Transcript, evaluate
+from toolcalling.evals._running import run_case
 from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.testing import ScriptedModel
 from toolcalling.testutils import override_model, override_toolcalling

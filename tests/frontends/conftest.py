@@ -26,6 +26,7 @@ from tests.celery_app import app as celery_app
 from tests.streaming.test_asgi_stream import asgi_url  # noqa: F401  (the test site under uvicorn)
 from toolcalling import streaming
 from toolcalling.models import Conversation
+from toolcalling.streaming._redis import RedisBackend
 from toolcalling.testing import ScriptedModel
 
 JS = Path(__file__).parent / "js"
@@ -165,7 +166,7 @@ def on_worker(worker_process, transactional_db) -> Iterator[ScriptedModel]:
     try:
         with services.celery_conf(celery_app, task_always_eager=False, broker_url=BROKER_URL):
             with override_settings(TOOLCALLING=merged):
-                assert isinstance(streaming.get_backend(), streaming.RedisBackend)
+                assert isinstance(streaming.get_backend(), RedisBackend)
                 yield scripted
     finally:
         board.current = ScriptedModel()

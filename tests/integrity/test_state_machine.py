@@ -30,6 +30,7 @@ from rest_framework.test import APIClient
 
 from tests.approvalapp.models import Counter
 from toolcalling import approval
+from toolcalling.approval._runs import start_run
 from toolcalling.model_apis import ModelReply, RequestedCall, Usage
 from toolcalling.models import Conversation, Message, ToolCall, UsageCounter
 from toolcalling.storage import Ledger, claim
@@ -256,8 +257,8 @@ class ConversationMachine(RuleBasedStateMachine):
         if delivery in ("runs", "redelivered"):
             approval.run(call.pk)  # a running call under a live lease is left alone
         elif delivery == "dies_before":
-            approval.start_run(call.pk)
-        elif call.status == "approved" and approval.start_run(call.pk) is not None:
+            start_run(call.pk)
+        elif call.status == "approved" and start_run(call.pk) is not None:
             name = json.loads(call.raw_arguments)["name"]
             Counter.objects.update_or_create(name=name, defaults={"value": 1})  # the effect, then the worker died
 

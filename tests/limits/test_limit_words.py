@@ -10,7 +10,8 @@ from django.test import override_settings
 from django.utils import translation
 
 from toolcalling.testutils import override_toolcalling
-from toolcalling.usage import Counts, UsageLimit, exceeded, scope_key, window
+from toolcalling.usage import Counts, UsageLimit, exceeded, window
+from toolcalling.usage._meter import scope_key
 
 END = datetime.datetime(2026, 3, 2, tzinfo=datetime.UTC)
 NOW = END - datetime.timedelta(hours=5)

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from toolcalling.toolkit import Tool, make_tool
+from toolcalling.toolkit import Tool
+from toolcalling.toolkit._tool import make_tool
 
 NOUNS = {
     "order": "a customer's order (items, totals, payment and shipping state)",

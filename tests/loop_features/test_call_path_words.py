@@ -7,7 +7,7 @@ from toolcalling import Assistant, ToolContext
 from toolcalling.exceptions import ToolCallLimitExceeded, ToolExecutionError
 from toolcalling.hooks import Hook
 from toolcalling.models import ToolCall
-from toolcalling.toolkit import make_tool
+from toolcalling.toolkit._tool import make_tool
 
 from .assistants import HookedAssistant
 

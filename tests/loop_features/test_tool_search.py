@@ -4,7 +4,7 @@ import json
 
 from toolcalling import Assistant
 from toolcalling.models import Conversation
-from toolcalling.toolkit import ToolIndex, tokenize
+from toolcalling.toolkit._search import ToolIndex, tokenize
 
 from .catalog import CATALOG
 

@@ -13,6 +13,7 @@ from tests import asgi_server, services
 from tests.celery_app import app as celery_app
 from toolcalling import streaming as events
 from toolcalling.models import Conversation
+from toolcalling.streaming._redis import RedisBackend
 from toolcalling.testing import ScriptedModel
 
 # A private redis-server on a free port (or TOOLCALLING_TEST_EVENTS_REDIS_PORT), so two test runs on
@@ -46,7 +47,7 @@ def redis_events(redis_url, model, monkeypatch) -> Iterator[str]:
     monkeypatch.setenv("REDIS_URL", redis_url)
     # None, the default: the URL comes from REDIS_URL. Overriding re-reads the settings and rebuilds the backend.
     with override_settings(TOOLCALLING={**settings.TOOLCALLING, "EVENTS_REDIS_URL": None}):
-        assert isinstance(events.get_backend(), events.RedisBackend)
+        assert isinstance(events.get_backend(), RedisBackend)
         yield redis_url
 
 

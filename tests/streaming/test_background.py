@@ -5,7 +5,7 @@ import pytest
 from tests import services
 from tests.celery_app import app as celery_app
 from toolcalling.models import Conversation, Message, UsageCounter
-from toolcalling.streaming import EventStore
+from toolcalling.streaming._store import EventStore
 
 from .helpers import get_events
 

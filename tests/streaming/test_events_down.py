@@ -11,6 +11,7 @@ from django.test import override_settings
 from tests import services
 from toolcalling import streaming as events
 from toolcalling.models import Conversation, Message
+from toolcalling.streaming._redis import RedisBackend
 
 pytestmark = pytest.mark.django_db(transaction=True)  # a streamed turn runs in a thread of its own
 
@@ -22,7 +23,7 @@ def events_down(model) -> Iterator[str]:
     """Events go to a Redis that is not there: a port nothing listens on."""
     url = f"redis://127.0.0.1:{services.free_port()}/0"
     with override_settings(TOOLCALLING={**settings.TOOLCALLING, "EVENTS_REDIS_URL": url}):
-        assert isinstance(events.get_backend(), events.RedisBackend)
+        assert isinstance(events.get_backend(), RedisBackend)
         yield url
 
 

@@ -6,7 +6,7 @@ import asyncio
 import threading
 from typing import Any
 
-from toolcalling.streaming import MemoryBackend
+from toolcalling.streaming._memory import MemoryBackend
 
 
 def test_the_store_keeps_within_its_byte_bound_forgetting_the_least_recently_used():

@@ -14,6 +14,7 @@ import redis
 from tests.services import wait_until
 from toolcalling import streaming as events
 from toolcalling.models import Message
+from toolcalling.streaming._redis import RedisBackend
 from toolcalling.testutils import override_toolcalling
 
 from .helpers import AUTH, SSE, Stream, parse, post_streamed
@@ -21,8 +22,8 @@ from .helpers import AUTH, SSE, Stream, parse, post_streamed
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def backend(redis_url: str, max_len: int = 100) -> events.RedisBackend:
-    return events.RedisBackend(redis_url, max_len=max_len, ttl=60)
+def backend(redis_url: str, max_len: int = 100) -> RedisBackend:
+    return RedisBackend(redis_url, max_len=max_len, ttl=60)
 
 
 def test_events_are_numbered_per_conversation_and_resumable(redis_url):

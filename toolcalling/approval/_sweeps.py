@@ -69,11 +69,6 @@ def recover_stalled(now: datetime | None = None) -> list[tuple[ToolCall, str]]:
     return recovered
 
 
-def fail_stalled(now: datetime | None = None) -> list[ToolCall]:
-    """The calls ``recover_stalled`` dealt with (the name this had when they were answered as failed)."""
-    return [call for call, _ in recover_stalled(now)]
-
-
 def resume_stalled(now: datetime | None = None) -> list[Conversation]:
     """Take over the turns that went quiet for ``STALE_TURN_TIMEOUT`` (their process died, or hangs) and go on
     from what is stored: see ``engine.resume_stale_turn``. A call that may have started there and may not run

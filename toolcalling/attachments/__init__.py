@@ -3,19 +3,10 @@ under generated names, shown to the model as content parts and to tools as ``ctx
 
 from ._files import AttachedFile, conversation_files, may_read
 from ._linking import attach, carried, sendable
-from ._parts import file_part, is_file_part, part_tokens, request_files, with_parts
+from ._parts import is_file_part, part_tokens, request_files, with_parts
 from ._quota import store_unsent
 from ._sniffing import sniff
-from ._storing import (
-    AttachmentUploadHandler,
-    attachment_settings,
-    attachment_storage,
-    check,
-    human_size,
-    shown_name,
-    store,
-    too_large_text,
-)
+from ._storing import AttachmentUploadHandler, attachment_settings, attachment_storage, check, store, too_large_text
 from ._sweeping import sweep_unattached
 
 __all__ = [
@@ -27,14 +18,11 @@ __all__ = [
     "attachment_storage",
     "check",
     "conversation_files",
-    "file_part",
-    "human_size",
     "is_file_part",
     "may_read",
     "part_tokens",
     "request_files",
     "sendable",
-    "shown_name",
     "sniff",
     "store",
     "store_unsent",

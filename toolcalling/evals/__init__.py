@@ -9,21 +9,16 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._cases import EvalInputs, ObservedCall, Transcript
-    from ._datasets import EvalDataset, load_dataset, save_dataset
+    from ._cases import EvalInputs, Transcript
+    from ._datasets import load_dataset
     from ._evaluators import AnswerContains, AnswerMatches, AnswerSchema, Limits, Succeeded, ToolCalls
-    from ._judge import AnswerJudge, site_judge_model
-    from ._outcomes import CaseOutcome, RunSummary, summarise
-    from ._running import assistant_overrides, run_case
+    from ._judge import AnswerJudge
     from ._suite import evaluate
 
 _WHERE = {
     "EvalInputs": "_cases",
-    "ObservedCall": "_cases",
     "Transcript": "_cases",
-    "EvalDataset": "_datasets",
     "load_dataset": "_datasets",
-    "save_dataset": "_datasets",
     "AnswerContains": "_evaluators",
     "AnswerMatches": "_evaluators",
     "AnswerSchema": "_evaluators",
@@ -31,12 +26,6 @@ _WHERE = {
     "Succeeded": "_evaluators",
     "ToolCalls": "_evaluators",
     "AnswerJudge": "_judge",
-    "site_judge_model": "_judge",
-    "CaseOutcome": "_outcomes",
-    "RunSummary": "_outcomes",
-    "summarise": "_outcomes",
-    "assistant_overrides": "_running",
-    "run_case": "_running",
     "evaluate": "_suite",
 }
 
@@ -45,22 +34,13 @@ __all__ = [
     "AnswerJudge",
     "AnswerMatches",
     "AnswerSchema",
-    "CaseOutcome",
-    "EvalDataset",
     "EvalInputs",
     "Limits",
-    "ObservedCall",
-    "RunSummary",
     "Succeeded",
     "ToolCalls",
     "Transcript",
-    "assistant_overrides",
     "evaluate",
     "load_dataset",
-    "run_case",
-    "save_dataset",
-    "site_judge_model",
-    "summarise",
 ]
 
 

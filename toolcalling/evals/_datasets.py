@@ -41,8 +41,3 @@ def load_dataset(path: str) -> EvalDataset:
     if not isinstance(found, Dataset):
         raise ImproperlyDefined(f"{path!r} is a {type(found).__name__}, not a pydantic_evals Dataset.")
     return found
-
-
-def save_dataset(dataset: EvalDataset, path: str) -> None:
-    """Write ``dataset`` to a YAML or JSON file (by its suffix), as ``load_dataset`` reads it."""
-    dataset.to_file(path, custom_evaluator_types=evaluator_types(), schema_path=None)

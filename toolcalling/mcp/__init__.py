@@ -11,10 +11,12 @@ The SDK is imported only when MCP is used, so the app works without it; using MC
 ``toolcalling.exceptions.MCPNotInstalled``.
 """
 
-from ._protocol import MCPEndpoint
 from ._servers import MCPServer
-from ._serving import STATUS_TOOL
 from ._stdio import serve_stdio
 from ._view import MCPView
 
-__all__ = ["STATUS_TOOL", "MCPEndpoint", "MCPServer", "MCPView", "serve_stdio"]
+__all__ = [
+    "MCPServer",
+    "MCPView",
+    "serve_stdio",
+]

@@ -141,10 +141,6 @@ class MCPServer:
         return f"<MCPServer {self.name!r} {self.url or ' '.join(self.command or [])}>"
 
 
-def _is_str(value: object) -> bool:
-    return isinstance(value, str)
-
-
 def _default_name(url: str | None, command: list[str] | None) -> str:
     if url is not None:
         return urlsplit(url).hostname or "mcp"

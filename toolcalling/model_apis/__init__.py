@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import openai
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
@@ -24,17 +23,13 @@ from ._base import (
     ModelRequest,
     RequestedCall,
     StreamCallbacks,
-    ToolInputCallback,
     Usage,
     reasoning_items,
-    tool_input_of,
 )
 from ._chat_completions import ChatCompletions
 from ._responses import Responses, needs_responses
 
 if TYPE_CHECKING:
-    import anthropic
-
     from ..toolkit import AssistantLike
 
 # The implementation of each API name ``TOOLCALLING["API"]`` and ``Assistant.api`` may give, by dotted path
@@ -49,8 +44,6 @@ __all__ = [
     "ChatCompletions",
     "DeltaCallback",
     "StreamCallbacks",
-    "ToolInputCallback",
-    "tool_input_of",
     "Features",
     "ModelAPI",
     "ModelReply",
@@ -58,8 +51,6 @@ __all__ = [
     "RequestedCall",
     "Responses",
     "Usage",
-    "build_anthropic_client",
-    "build_openai_client",
     "get_model_api",
     "load_model_api",
     "needs_responses",
@@ -85,15 +76,3 @@ def load_model_api(name: str) -> type[ModelAPI]:
         )
     implementation: type[ModelAPI] = import_string(path)
     return implementation
-
-
-def build_openai_client() -> openai.OpenAI:
-    """The ``openai.OpenAI`` client settings describe (``ChatCompletions.build_client``)."""
-    return ChatCompletions.build_client()
-
-
-def build_anthropic_client() -> anthropic.Anthropic:
-    """The ``anthropic.Anthropic`` client settings describe (``Anthropic.build_client``; its SDK is the
-    ``[anthropic]`` extra)."""
-    client: anthropic.Anthropic = load_model_api("anthropic").build_client()
-    return client

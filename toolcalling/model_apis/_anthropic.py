@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from ..conf import toolcalling_settings
-from ._base import IS_ERROR_KEY, PROVIDER_ITEMS_KEY, DeltaCallback, Features, ModelReply, ModelRequest, missing_sdk
+from ._base import IS_ERROR_KEY, PROVIDER_ITEMS_KEY, DeltaCallback, ModelReply, ModelRequest, missing_sdk
 
 try:
     import anthropic
@@ -52,7 +52,6 @@ TOOL_CHOICES = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {
 class Anthropic(PostedModelAPI):
     """Sends one Messages request and returns a validated ``ModelReply``; errors become ``ModelError``."""
 
-    features = Features(name="anthropic")
     price_provider = "anthropic"
     client: anthropic.Anthropic
     path = PATH

@@ -121,8 +121,6 @@ class ModelReply:
 class Features:
     """What a model API does differently, for the code above that must know (never ``if api == ...``)."""
 
-    name: str
-    """The API's name, as ``TOOLCALLING["API"]`` spells it."""
     refuses_reasoning_model_tools: bool = False
     """Whether the API refuses function tools with OpenAI's reasoning models (``needs_responses``): Chat
     Completions does ("Please use /v1/responses"), so a system check warns of such an assistant."""
@@ -135,7 +133,8 @@ class ModelAPI(abc.ABC):
     as ``ModelError``, before anything of the answer is stored.
     """
 
-    features: ClassVar[Features]
+    features: ClassVar[Features] = Features()
+    """What this API does differently from the others; by default nothing."""
     price_provider: ClassVar[str | None] = None
     """The genai-prices provider id that prices this API's answers when ``BASE_URL`` is not set (the provider
     its SDK's default endpoint is); ``None``: none does."""

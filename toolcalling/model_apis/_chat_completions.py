@@ -34,7 +34,7 @@ PATH = "/chat/completions"
 class ChatCompletions(OpenAIPostedAPI):
     """Sends one Chat Completions request and returns a validated ``ModelReply``; errors become ``ModelError``."""
 
-    features = Features(name="chat_completions", refuses_reasoning_model_tools=True)
+    features = Features(refuses_reasoning_model_tools=True)
     path = PATH
 
     def request_body(self, request: ModelRequest) -> tuple[dict[str, Any], Any]:

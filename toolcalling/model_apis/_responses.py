@@ -24,7 +24,6 @@ from . import _reading as read
 from ._base import (
     PROVIDER_ITEMS_KEY,
     DeltaCallback,
-    Features,
     ModelReply,
     ModelRequest,
     RequestedCall,
@@ -51,7 +50,6 @@ def needs_responses(model: str) -> bool:
 class Responses(OpenAIPostedAPI):
     """Sends one Responses request and returns a validated ``ModelReply``; errors become ``ModelError``."""
 
-    features = Features(name="responses")
     path = PATH
 
     def request_body(self, request: ModelRequest) -> tuple[dict[str, Any], Any]:

@@ -2,51 +2,20 @@
 process) and its server-sent events form. It knows nothing of turns: the engine publishes, readers follow."""
 
 from ._deltas import DeltaBuffer
-from ._event import Backend, Event
-from ._memory import MemoryBackend
-from ._redis import RedisBackend
-from ._sse import (
-    MEDIA_TYPE,
-    Follower,
-    Renderer,
-    SSERenderer,
-    afollow,
-    follow,
-    format_event,
-    resume_point,
-    sse_response,
-)
-from ._store import (
-    EVENT_TYPES,
-    EventStore,
-    aread,
-    describe_call,
-    describe_message,
-    get_backend,
-    get_store,
-    last_seq,
-    publish,
-    read,
-)
+from ._event import Event
+from ._sse import MEDIA_TYPE, Follower, Renderer, follow, resume_point, sse_response
+from ._store import aread, describe_call, describe_message, get_backend, get_store, last_seq, publish, read
 
 __all__ = [
-    "EVENT_TYPES",
     "MEDIA_TYPE",
     "Follower",
-    "Backend",
     "DeltaBuffer",
     "Event",
-    "EventStore",
-    "MemoryBackend",
-    "afollow",
     "aread",
-    "RedisBackend",
     "Renderer",
-    "SSERenderer",
     "describe_call",
     "describe_message",
     "follow",
-    "format_event",
     "get_backend",
     "get_store",
     "last_seq",

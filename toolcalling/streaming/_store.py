@@ -25,22 +25,6 @@ from ._redis import RedisBackend
 
 logger = logging.getLogger("toolcalling")
 
-# The types a turn publishes (see docs/guides/streaming.md); a call approved, rejected, cancelled or expired
-# adds ``tool_call_decided``.
-EVENT_TYPES = (
-    "message",
-    "delta",
-    "tool_input_delta",
-    "tool_call",
-    "tool_call_started",
-    "tool_call_finished",
-    "tool_call_decided",
-    "awaiting_approval",
-    "output_retry",
-    "error",
-    "turn_end",
-)
-
 
 def _build_store() -> EventStore:
     s = toolcalling_settings

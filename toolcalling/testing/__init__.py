@@ -12,13 +12,11 @@ from .replay import ReplayModel
 from .rules import validate_chat_request
 from .rules_anthropic import validate_messages_request
 from .rules_responses import validate_responses_request
-from .scripted import RejectedRequest, Reply, ScriptedModel, SentUsage, ToolCall, Usage, estimate_usage
+from .scripted import Reply, ScriptedModel, SentUsage, ToolCall, Usage
 from .server import OpenAICompatibleServer
 
 __all__ = [
-    "ChatBackend",
     "OpenAICompatibleServer",
-    "RejectedRequest",
     "ReplayModel",
     "Reply",
     "Responder",
@@ -26,7 +24,6 @@ __all__ = [
     "SentUsage",
     "ToolCall",
     "Usage",
-    "estimate_usage",
     "mock_transport",
     "validate_chat_request",
     "validate_messages_request",

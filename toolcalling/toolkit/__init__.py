@@ -2,16 +2,17 @@
 and assistants, argument extras, tool search, and ``ToolSource`` (tools found at run time, such as an MCP
 server's). It knows nothing of turns, storage or HTTP.
 
-Only what other packages of the app (and the tests) use is named here; the rest stays in the private modules."""
+Only what other packages of the app use is named here; the rest stays in the private modules."""
 
-from ._context import AssistantLike, ToolContext
+from ._assistant import AssistantLike
+from ._context import ToolContext
 from ._extras import check_extras, split_extras, with_extras
-from ._registry import assistants, tools
+from ._registry import assistants, tool, tool_label, tools
 from ._schema import describe_validation_error
-from ._search import SEARCH_TOOL_NAME, ToolIndex, ToolSearch, search_enabled, tokenize
+from ._search import SEARCH_TOOL_NAME, ToolSearch, search_enabled
 from ._sources import ToolSource
 from ._text import MAX_JSON_DEPTH, nested_too_deeply, storable, storable_json, unique_call_ids
-from ._tool import NAME_RE, ApprovalRule, Tool, arguments_object, make_tool, result_to_text, tool, tool_label
+from ._tool import NAME_RE, ApprovalRule, Tool, arguments_object, result_to_text
 
 __all__ = [
     "AssistantLike",
@@ -20,14 +21,12 @@ __all__ = [
     "ApprovalRule",
     "Tool",
     "ToolContext",
-    "ToolIndex",
     "ToolSearch",
     "ToolSource",
     "assistants",
     "arguments_object",
     "check_extras",
     "describe_validation_error",
-    "make_tool",
     "result_to_text",
     "search_enabled",
     "split_extras",
@@ -35,7 +34,6 @@ __all__ = [
     "storable_json",
     "MAX_JSON_DEPTH",
     "nested_too_deeply",
-    "tokenize",
     "tool",
     "tool_label",
     "tools",

@@ -1,5 +1,4 @@
-"""``ToolContext``: what the model must never choose, built by the server and handed to tools; and
-``AssistantLike``, what the machinery below ``toolcalling.assistant`` knows of an assistant."""
+"""``ToolContext``: what the model must never choose, built by the server and handed to tools."""
 
 from __future__ import annotations
 
@@ -14,39 +13,16 @@ if TYPE_CHECKING:
 
     from ..attachments import AttachedFile
     from ..models import Conversation, ToolCall
-    from ._tool import Tool
 
 
-class AssistantLike(Protocol):
-    """An assistant as the toolkit, usage limits, hooks and the engine use it; ``toolcalling.Assistant`` is one.
-
-    They know this much and never import ``Assistant`` itself (which builds on them), not even to type-check.
-    """
+class ContextAssistant(Protocol):
+    """What a ``ToolContext`` tells of the assistant running the call: who it is and the argument extras its tools
+    take. The whole assistant, ``AssistantLike``, offers ``Tool``s, which are built on ``ToolContext``."""
 
     id: ClassVar[str | None]
     name: ClassVar[str]
     description: ClassVar[str]
-    model_options: ClassVar[dict[str, Any]]
-    memory: ClassVar[str]
-    history_max_messages: ClassVar[int | None]
-    history_max_tokens: ClassVar[int | None]
-    tool_search: ClassVar[bool | None]
-    tool_search_results: ClassVar[int]
     argument_extras: ClassVar[type[BaseModel] | None]
-
-    def has_permission(self, user: Any) -> bool: ...
-    def build_context(self, user: Any, conversation: Conversation | None = None) -> ToolContext: ...
-    def get_instructions(self, ctx: ToolContext) -> str: ...
-    def get_model(self) -> str: ...
-    def get_api(self) -> str: ...
-    def get_price_provider(self) -> str | None: ...
-    def get_tools(self, ctx: ToolContext) -> list[Tool]: ...
-    def resolve_tools(self) -> list[Tool]: ...
-    def get_hooks(self) -> list[Any]: ...
-    def on_argument_extras(self, call: ToolCall, extras: BaseModel) -> None: ...
-    # What these return is defined above the toolkit (an ``OutputSpec``, ``UsageLimit``s and their dicts).
-    def get_output_spec(self, output_type: type[BaseModel] | None = None) -> Any: ...
-    def get_usage_limits(self, ctx: ToolContext) -> list[Any]: ...
 
 
 @dataclass(kw_only=True)
@@ -57,7 +33,7 @@ class ToolContext:
     """The authenticated user the conversation belongs to (for approved calls: the requester, not the approver)."""
     conversation: Conversation | None = None
     """The stored conversation this call belongs to."""
-    assistant: AssistantLike | None = None
+    assistant: ContextAssistant | None = None
     """The assistant instance running the turn."""
     tool_call: ToolCall | None = None
     """The stored call being run (set just before the tool function is called)."""

@@ -1,14 +1,16 @@
-"""The registries of tools and assistants, filled by ``@tool``, ``Assistant`` subclasses and autodiscovery."""
+"""The registries of tools and assistants, and ``@tool``, which makes a function a tool and registers it;
+``Assistant`` subclasses register themselves, and autodiscovery imports the modules that define both."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Generic, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from ..exceptions import AlreadyRegistered, NotRegistered
+from ._tool import ApprovalPreview, ApprovalRule, Tool, humanise, make_tool
 
 if TYPE_CHECKING:
-    from ._context import AssistantLike
-    from ._tool import Tool
+    from ._assistant import AssistantLike
 
 T = TypeVar("T")
 
@@ -61,7 +63,7 @@ class Registry(Generic[T]):
         return [self._registry[name] for name in sorted(self._registry)]
 
 
-class ToolRegistry(Registry["Tool"]):
+class ToolRegistry(Registry[Tool]):
     kind = "tool"
 
     def _name(self, item: Tool) -> str:
@@ -83,3 +85,66 @@ class AssistantRegistry(Registry["type[AssistantLike]"]):
 
 tools = ToolRegistry()
 assistants = AssistantRegistry()
+
+
+@overload
+def tool(function: Callable[..., Any]) -> Tool: ...
+@overload
+def tool(
+    function: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    label: str | None = None,
+    requires_approval: ApprovalRule = False,
+    approval_preview: ApprovalPreview | None = None,
+    approver: str = "staff",
+    return_direct: bool = False,
+    permissions: Sequence[str] = (),
+    idempotent: bool = False,
+    atomic: bool = False,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    label: str | None = None,
+    requires_approval: ApprovalRule = False,
+    approval_preview: ApprovalPreview | None = None,
+    approver: str = "staff",
+    return_direct: bool = False,
+    permissions: Sequence[str] = (),
+    idempotent: bool = False,
+    atomic: bool = False,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a function a tool and register it; use bare (``@tool``) or with options (``@tool(...)``)."""
+
+    def decorator(func: Callable[..., Any]) -> Tool:
+        made = make_tool(
+            func,
+            name=name,
+            description=description,
+            label=label,
+            requires_approval=requires_approval,
+            approval_preview=approval_preview,
+            approver=approver,
+            return_direct=return_direct,
+            permissions=permissions,
+            idempotent=idempotent,
+            atomic=atomic,
+        )
+        tools.register(made)
+        return made
+
+    return decorator(function) if function is not None else decorator
+
+
+def tool_label(name: str) -> str:
+    """What end users see for the tool called ``name``: its label, or the name humanised when no such tool is
+    registered (any more), so a stored call always has something readable to show."""
+    if tools.is_registered(name):
+        return str(tools.get(name).label)
+    return humanise(name)

@@ -15,7 +15,7 @@ from ._tool import Tool, make_tool
 
 if TYPE_CHECKING:
     from ..models import Conversation
-    from ._context import AssistantLike
+    from ._assistant import AssistantLike
 
 SEARCH_TOOL_NAME = "search_tools"
 STATE_KEY = "tool_search"

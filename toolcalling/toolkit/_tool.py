@@ -1,4 +1,4 @@
-"""The ``@tool`` decorator and ``Tool``, a function the model may call, with its schema and options."""
+"""``Tool``, a function the model may call, with its schema and options, and ``make_tool``, which builds one."""
 
 from __future__ import annotations
 
@@ -7,14 +7,13 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
 from ..exceptions import ImproperlyDefined, InvalidArguments
 from ._context import ToolContext, holds_permissions
-from ._registry import tools as tool_registry
 from ._schema import build_arguments_model, describe_validation_error, json_schema, split_docstring, unexpected_keys
 from ._text import MAX_JSON_DEPTH, nested_too_deeply, storable_json
 
@@ -212,69 +211,6 @@ def make_tool(
         context_param=context_param,
         parameters=parameters,
     )
-
-
-@overload
-def tool(function: Callable[..., Any]) -> Tool: ...
-@overload
-def tool(
-    function: None = None,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    label: str | None = None,
-    requires_approval: ApprovalRule = False,
-    approval_preview: ApprovalPreview | None = None,
-    approver: str = "staff",
-    return_direct: bool = False,
-    permissions: Sequence[str] = (),
-    idempotent: bool = False,
-    atomic: bool = False,
-) -> Callable[[Callable[..., Any]], Tool]: ...
-
-
-def tool(
-    function: Callable[..., Any] | None = None,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    label: str | None = None,
-    requires_approval: ApprovalRule = False,
-    approval_preview: ApprovalPreview | None = None,
-    approver: str = "staff",
-    return_direct: bool = False,
-    permissions: Sequence[str] = (),
-    idempotent: bool = False,
-    atomic: bool = False,
-) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Make a function a tool and register it; use bare (``@tool``) or with options (``@tool(...)``)."""
-
-    def decorator(func: Callable[..., Any]) -> Tool:
-        made = make_tool(
-            func,
-            name=name,
-            description=description,
-            label=label,
-            requires_approval=requires_approval,
-            approval_preview=approval_preview,
-            approver=approver,
-            return_direct=return_direct,
-            permissions=permissions,
-            idempotent=idempotent,
-            atomic=atomic,
-        )
-        tool_registry.register(made)
-        return made
-
-    return decorator(function) if function is not None else decorator
-
-
-def tool_label(name: str) -> str:
-    """What end users see for the tool called ``name``: its label, or the name humanised when no such tool is
-    registered (any more), so a stored call always has something readable to show."""
-    if tool_registry.is_registered(name):
-        return str(tool_registry.get(name).label)
-    return humanise(name)
 
 
 def result_to_text(result: Any) -> str:

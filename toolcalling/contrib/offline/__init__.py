@@ -10,23 +10,9 @@ from typing import Any
 
 import openai
 
-from ._model import (
-    OFFLINE_BASE_URL,
-    OFFLINE_MODEL_NAME,
-    OfflineModel,
-    offline_async_http_client,
-    offline_http_client,
-)
+from ._model import OFFLINE_BASE_URL, offline_http_client
 
-__all__ = [
-    "OFFLINE_BASE_URL",
-    "OFFLINE_MODEL_NAME",
-    "OfflineModel",
-    "anthropic_client",
-    "client",
-    "offline_async_http_client",
-    "offline_http_client",
-]
+__all__ = ["anthropic_client", "client"]
 
 
 def client() -> openai.OpenAI:

@@ -315,8 +315,3 @@ def offline_http_client() -> httpx2.Client:
     runs through the real SDK code path with no network and no key.
     """
     return httpx2.Client(transport=mock_transport(OfflineModel()))
-
-
-def offline_async_http_client() -> httpx2.AsyncClient:
-    """The AsyncClient counterpart of :func:`offline_http_client`."""
-    return httpx2.AsyncClient(transport=mock_transport(OfflineModel()))
