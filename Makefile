@@ -80,7 +80,7 @@ system-packages:
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/lint-imports
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/mypy
 
 # The documentation site, built strictly: a broken link, a missing page or a setting without its sentence fails.

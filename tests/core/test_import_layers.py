@@ -25,7 +25,7 @@ def below(module: str) -> bool:
 
 
 def test_no_module_below_the_assistant_imports_it_even_for_type_checking():
-    graph = grimp.build_graph("toolcalling", exclude_type_checking_imports=False)
+    graph = grimp.build_graph("toolcalling", exclude_type_checking_imports=False, cache_dir=None)
     importers = graph.find_modules_that_directly_import("toolcalling.assistant")
     # The graph holds type-checking imports: the MCP endpoint's is one (it imports Assistant only to type-check).
     assert "toolcalling.mcp._serving" in importers
