@@ -25,7 +25,9 @@ def test_no_request_error_is_a_drf_exception():
 
 
 def test_only_the_edges_import_drf():
-    graph = grimp.build_graph("toolcalling", include_external_packages=True, exclude_type_checking_imports=False, cache_dir=None)
+    graph = grimp.build_graph(
+        "toolcalling", include_external_packages=True, exclude_type_checking_imports=False, cache_dir=None
+    )
     importers = graph.find_modules_that_directly_import("rest_framework")
     assert "toolcalling.api.views" in importers
     assert sorted(m for m in importers if not m.startswith(HTTP_SIDE)) == []
