@@ -22,6 +22,11 @@ def post(api, conversation_id, content):
     return api.post(f"/api/toolcalling/conversations/{conversation_id}/messages/", {"content": content}, format="json")
 
 
+def as_issued(message):
+    """A stored answer's items as the API issued them (without the model they were issued to)."""
+    return [item for item in message.provider_items if item["type"] != "issued_to"]
+
+
 def items_of(request, kind):
     return [item for item in request["input"] if item.get("type") == kind]
 
@@ -56,14 +61,17 @@ def test_every_answer_goes_back_as_it_was_issued_with_its_item_ids(strict_model,
     result = Assistant.get("helper").run(alice, "Sums, and who am I?")
 
     answers = [m for m in result.messages if m.role == "assistant"]
+    # Stored as issued, with the model they were issued to (never sent: only that model can read the reasoning).
     assert [[item["type"] for item in m.provider_items] for m in answers] == [
-        ["reasoning", "function_call", "function_call"], ["reasoning", "function_call"], ["reasoning", "message"],
+        ["reasoning", "function_call", "function_call", "issued_to"], ["reasoning", "function_call", "issued_to"],
+        ["reasoning", "message", "issued_to"],
     ]  # fmt: skip
-    assert all(item["id"] for m in answers for item in m.provider_items)
+    assert all(m.provider_items[-1] == {"type": "issued_to", "model": "gpt-5-mini"} for m in answers)
+    assert all(item["id"] for m in answers for item in as_issued(m))
     third = strict_model.requests[2]["input"]
     sent = [item for item in third if item.get("type") in ("reasoning", "function_call")]
     # As issued: encrypted content, ids and all, each reasoning item right before the item issued after it.
-    assert sent == [*answers[0].provider_items, *answers[1].provider_items]
+    assert sent == [*as_issued(answers[0]), *as_issued(answers[1])]
     assert [item["type"] for item in third] == [
         "message", "reasoning", "function_call", "function_call", "function_call_output", "function_call_output",
         "reasoning", "function_call", "function_call_output",
@@ -202,3 +210,26 @@ def test_a_malformed_response_is_a_model_error_and_nothing_of_it_is_stored(model
     assert response.status_code == 502
     assert response.json()["code"] == "model_error"
     assert list(Message.objects.filter(conversation_id=conversation["id"]).values_list("role", flat=True)) == ["user"]
+
+
+@RESPONSES
+def test_an_answer_of_another_model_goes_back_without_its_reasoning(strict_model, alice):
+    """A reasoning item is bound to the model that issued it: the real API answers another model's with
+    ``invalid_encrypted_content`` (openai/codex #17541). After an assistant's model changed, its earlier answers
+    go back as new items (text and calls, no reasoning, no ids); the new model's own go back as issued."""
+    strict_model.call("add", {"a": 2, "b": 3})
+    strict_model.reply("5")
+    first = Assistant.get("helper").run(alice, "2 + 3?")
+    with override_toolcalling(API="responses", MODEL="gpt-5"):
+        strict_model.call("add", {"a": 5, "b": 5})
+        strict_model.reply("10")
+        second = Assistant.get("helper").run(alice, "Double it.", conversation=first.conversation)
+    assert second.reply == "10" and not strict_model.rejected
+    after_switch = strict_model.requests[2]
+    assert after_switch["model"] == "gpt-5"
+    kinds = [item.get("type") for item in after_switch["input"]]
+    assert kinds == ["message", "function_call", "function_call_output", "message", "message"]
+    assert all("id" not in item for item in after_switch["input"])
+    # Within the new model's turn, its own reasoning goes back with the call it came with.
+    last = [item.get("type") for item in strict_model.requests[3]["input"]]
+    assert last[-3:] == ["reasoning", "function_call", "function_call_output"]

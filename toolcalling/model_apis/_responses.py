@@ -68,7 +68,7 @@ class Responses(OpenAIPostedAPI):
 
 def request_body(request: ModelRequest) -> dict[str, Any]:
     """The JSON body of ``request`` in the Responses form, the SDK's options still in it."""
-    instructions, items = to_input(request.messages)
+    instructions, items = to_input(request.messages, request.model)
     body: dict[str, Any] = {"model": request.model}
     if instructions is not None:
         body["instructions"] = instructions
@@ -80,11 +80,11 @@ def request_body(request: ModelRequest) -> dict[str, Any]:
     return body
 
 
-def to_input(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
+def to_input(messages: list[dict[str, Any]], model: str | None = None) -> tuple[str | None, list[dict[str, Any]]]:
     """Chat Completions messages as ``instructions`` (the leading system message) and Responses input items.
 
     An assistant message becomes the items its answer was issued as (``assistant_items``); a tool message
-    becomes the ``function_call_output`` of the call it answers."""
+    becomes the ``function_call_output`` of the call it answers. ``model``: the model the request goes to."""
     instructions: str | None = None
     items: list[dict[str, Any]] = []
     for n, message in enumerate(messages):
@@ -95,7 +95,7 @@ def to_input(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str,
             items.append({"type": "function_call_output", "call_id": message.get("tool_call_id", ""),
                           "output": content_text(message.get("content"))})  # fmt: skip
         elif role == "assistant":
-            items.extend(assistant_items(message))
+            items.extend(assistant_items(message, model))
         else:
             items.append({"type": "message", "role": role, "content": _input_content(message.get("content"))})
     return instructions, items
@@ -103,20 +103,28 @@ def to_input(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str,
 
 # The output items the app sends back; those of built-in tools it never offers are not stored.
 ITEM_TYPES = ("reasoning", "message", "function_call")
+# Stored with the items of an answer that has reasoning, never sent: the model it was issued to. Only that model
+# can read its reasoning's encrypted content (another answers ``invalid_encrypted_content``: openai/codex #17541).
+ISSUED_TO = "issued_to"
 
 
-def assistant_items(message: dict[str, Any]) -> list[dict[str, Any]]:
+def assistant_items(message: dict[str, Any], model: str | None = None) -> list[dict[str, Any]]:
     """An answer as the output items it was issued as, in their order and with their ids; each function call
     with the arguments the history holds (an approver may have edited them), a call the history no longer
-    holds left out. Without stored items (another API's answer, or one stored before items were kept), its
-    text and calls go out as new items, without ids. ``paired`` then keeps only what the API accepts."""
+    holds left out. Without stored items (another API's answer, one stored before items were kept, or one
+    issued to a model other than ``model``), its text and calls go out as new items, without ids. ``paired``
+    then keeps only what the API accepts."""
+    stored = message.get(PROVIDER_ITEMS_KEY) or ()
+    issued_to = next((item.get("model") for item in stored if item.get("type") == ISSUED_TO), None)
+    if model is not None and issued_to is not None and issued_to != model:
+        stored = ()
     calls: dict[str, dict[str, Any]] = {}
     for call in message.get("tool_calls") or ():
         function = call.get("function") or {}
         calls[call.get("id", "")] = {"type": "function_call", "call_id": call.get("id", ""),
                                      "name": function.get("name", ""),
                                      "arguments": function.get("arguments") or "{}"}  # fmt: skip
-    issued = [item for item in message.get(PROVIDER_ITEMS_KEY) or () if item.get("type") in ITEM_TYPES]
+    issued = [item for item in stored if item.get("type") in ITEM_TYPES]
     out: list[tuple[int | None, dict[str, Any]]] = []
     for n, item in enumerate(issued):
         if item["type"] == "function_call":
@@ -256,6 +264,8 @@ def reply_from_response(data: Any, requested_model: str) -> ModelReply:
         if kind in ITEM_TYPES:
             issued.append(item)
         # Other item types belong to built-in tools the app never offers; they carry nothing to store.
+    if any(item.get("type") == "reasoning" for item in issued):
+        issued.append({"type": ISSUED_TO, "model": requested_model})
     content = read.answer_text("".join(text) if text else None, "".join(refusals) if refusals else None,
                                bool(calls), "the response has neither text nor function calls")  # fmt: skip
     return ModelReply(

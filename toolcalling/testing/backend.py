@@ -238,7 +238,7 @@ class ChatBackend:
             reasoning_id = f"rs_{uuid.uuid4().hex[:24]}"
             reasoning = {"id": reasoning_id, "type": "reasoning", "summary": [], "encrypted_content": encrypted}
         output = output_items(reply, reasoning=reasoning)
-        self.issued.record(output)
+        self.issued.record(output, body["model"])
         response = response_object(body, reply, output, self.usage(body, reply))
         send_usage(response, reply)
         if body.get("stream") is True:

@@ -106,16 +106,20 @@ class Issued:
     """reasoning id -> the id of the item issued right after it."""
     owners: dict[str, str] = field(default_factory=dict)
     """item id -> the id of the reasoning item issued before it in the same response."""
+    models: dict[str, str] = field(default_factory=dict)
+    """reasoning id -> the model that issued it (no other model can read its encrypted content)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def record(self, output: list[dict[str, Any]]) -> None:
-        """Remember one response's output items."""
+    def record(self, output: list[dict[str, Any]], model: str | None = None) -> None:
+        """Remember one response's output items, issued by ``model``."""
         with self.lock:
             owner: str | None = None
             for n, item in enumerate(output):
                 item_id = item.get("id")
                 if item.get("type") == "reasoning" and isinstance(item_id, str):
                     self.reasoning[item_id] = item.get("encrypted_content")
+                    if model is not None:
+                        self.models[item_id] = model
                     if n + 1 < len(output) and isinstance(output[n + 1].get("id"), str):
                         self.following[item_id] = output[n + 1]["id"]
                     owner = item_id
@@ -278,7 +282,7 @@ def _validate_input(body: Mapping[str, Any], issued: Issued, errors: list[str]) 
         if kind == "message":
             _validate_message(path, item, errors)
         elif kind == "reasoning":
-            _validate_reasoning(path, item, issued, stateless, errors)
+            _validate_reasoning(path, item, issued, stateless, errors, model=body.get("model"))
             replayed.add(str(item.get("id")))
         elif kind == "function_call":
             for key in ("call_id", "name", "arguments"):
@@ -346,7 +350,9 @@ def _validate_message(path: str, item: Mapping[str, Any], errors: list[str]) -> 
             errors.extend(files.file_data_errors(f"{path}.content[{m}].file_data", part.get("file_data")))
 
 
-def _validate_reasoning(path: str, item: Mapping[str, Any], issued: Issued, stateless: bool, errors: list[str]) -> None:
+def _validate_reasoning(
+    path: str, item: Mapping[str, Any], issued: Issued, stateless: bool, errors: list[str], *, model: object = None
+) -> None:
     reasoning_id = item.get("id")
     if not isinstance(item.get("summary"), list):
         errors.append(_wrong(path, item, "summary", "an array"))
@@ -356,3 +362,8 @@ def _validate_reasoning(path: str, item: Mapping[str, Any], issued: Issued, stat
                       "false. Try again with `store` set to true, or remove this item from your input.")  # fmt: skip
     elif encrypted and issued.reasoning.get(str(reasoning_id)) != encrypted:
         errors.append(f"The encrypted content for item {reasoning_id} could not be verified.")
+    elif encrypted and issued.models.get(str(reasoning_id), model) != model:
+        # Another model's reasoning: only the model that issued it can decrypt it (openai/codex #17541, a model
+        # switch mid-conversation; the text as inspect_ai #3978 quotes the API's invalid_encrypted_content).
+        errors.append(f"The encrypted content for item {reasoning_id} could not be verified. Reason: Encrypted "
+                      "content could not be decrypted or parsed.")  # fmt: skip
