@@ -4,6 +4,7 @@ worker exactly once, and the sweep that keeps them moving. Used by the admin, th
 Only what those callers (and the tests) use is named here; the rest stays in the private modules."""
 
 from ._arguments import tool_for, validate_arguments
+from ._client_results import answer_client_call
 from ._decisions import (
     REASON_MAX_LENGTH,
     SETTLEMENTS,
@@ -29,6 +30,7 @@ __all__ = [
     "WORKER_STOPPED",
     "Preview",
     "SweepResult",
+    "answer_client_call",
     "approve",
     "can_approve",
     "cancel_waiting",
