@@ -46,7 +46,7 @@ def answer_client_call(call: ToolCall, user: Any, *, result: Any = None, error: 
         )
     if call.status != WAITING:
         raise _already_decided(call)
-    status, text, failure = _checked(call, result, error)
+    status, text, failure = check_client_output(call, result=result, error=error)
     with transaction.atomic(using=write_db()):
         message = answer_call_if(call, from_status=WAITING, status=status, result=text, error=failure,
                                  decided_by=user, decided_at=timezone.now())  # fmt: skip
@@ -55,14 +55,16 @@ def answer_client_call(call: ToolCall, user: Any, *, result: Any = None, error: 
         log_decision(
             call, user, _("Failed in the user's browser.") if failure else _("Answered by the user's browser.")
         )
+        # Published inside the transaction: readers hear of the result before the continuation, which starts at
+        # commit (at once, with eager tasks), can publish its own events.
+        streaming.publish(call.conversation_id, "tool_call_decided", describe_call(call))
         continue_when_decided(call.conversation)
-    streaming.publish(call.conversation_id, "tool_call_decided", describe_call(call))
     return call
 
 
-def _checked(call: ToolCall, result: Any, error: str | None) -> tuple[str, str, str]:
-    """The call's status, the text the model reads and the stored error; a ``ValidationError`` for what cannot be
-    stored."""
+def check_client_output(call: ToolCall, *, result: Any = None, error: str | None = None) -> tuple[str, str, str]:
+    """What answering ``call`` with ``result`` (or ``error``) would store: the call's status, the text the model
+    reads and the error; a ``ValidationError`` naming ``result`` (or ``error``) for what cannot be stored."""
     if error is not None:
         text = error.strip()[:ERROR_MAX_LENGTH] or "the client reported an error"
         if problem := text_problem(text):

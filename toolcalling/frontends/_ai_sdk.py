@@ -65,8 +65,9 @@ def call_input(call: ToolCall) -> Any:
 
 def approval_of(call: ToolCall) -> dict[str, Any] | None:
     """A gated call's ``approval`` as the SDK's tool parts keep it once decided: ``None`` while it waits, for a
-    call no one approved (cancelled, expired, or not gated) and for one whose decision is unknown."""
-    if not call.requires_approval:
+    call no one approved (cancelled, expired, or not gated) and for one whose decision is unknown. A client tool's
+    call has one only once declined: its result is its output, not an approval."""
+    if not call.requires_approval or (call.approver == ToolCall.Approver.CLIENT and call.status not in DENIED):
         return None
     if call.status in DENIED:
         return {"id": str(call.pk), "approved": False, "reason": call.decision_reason or ""}
@@ -82,7 +83,9 @@ def tool_part(call: ToolCall, user: Any) -> dict[str, Any]:
                             "title": str(tool_label(call.name)), "input": call_input(call),
                             "callProviderMetadata": meta}  # fmt: skip
     decided = approval_of(call)
-    if call.status == ToolCall.Status.AWAITING_APPROVAL:
+    if call.status == ToolCall.Status.AWAITING_APPROVAL and call.approver == ToolCall.Approver.CLIENT:
+        part["state"] = "input-available"  # the browser runs it and sends its output (``addToolOutput``)
+    elif call.status == ToolCall.Status.AWAITING_APPROVAL:
         part["state"] = "approval-requested"
         part["approval"] = {"id": str(call.pk), "descriptor": decision_aid(call, user)}
     elif call.status == ToolCall.Status.SUCCEEDED:
@@ -319,6 +322,9 @@ class UIMessageStream:
     def approval_request(self, call: ToolCall) -> str:
         # approvalId is the call's id in the REST API (tool-calls/{id}/), so a client may decide it there too; the
         # descriptor (the part's ``approval.descriptor``) has what a person needs to decide: arguments, preview.
+        # A client tool's call asks for no approval: its part stays "input-available" until the browser's output.
+        if call.approver == ToolCall.Approver.CLIENT:
+            return ""
         return chunk("tool-approval-request", approvalId=str(call.pk), toolCallId=call.call_id,
                      approvalDescriptor=decision_aid(call, self.user))  # fmt: skip
 

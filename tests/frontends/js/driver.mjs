@@ -6,6 +6,7 @@ import {
   AbstractChat,
   DefaultChatTransport,
   lastAssistantMessageIsCompleteWithApprovalResponses,
+  lastAssistantMessageIsCompleteWithToolCalls,
   validateUIMessages,
 } from "ai";
 
@@ -100,7 +101,12 @@ const commands = {
       messages,
       transport: new RecordingTransport({ api, headers }, chunks),
       onError: (error) => errors.push(error.message),
-      sendAutomaticallyWhen: auto ? lastAssistantMessageIsCompleteWithApprovalResponses : undefined,
+      // auto: "tools" sends once every tool part of the last step has its output (a client tool's, say).
+      sendAutomaticallyWhen: auto
+        ? auto === "tools"
+          ? lastAssistantMessageIsCompleteWithToolCalls
+          : lastAssistantMessageIsCompleteWithApprovalResponses
+        : undefined,
     });
     return { id: chat.id, messages: chat.messages };
   },
@@ -111,6 +117,14 @@ const commands = {
   async answer({ approvalId, approved, reason }) {
     await chat.addToolApprovalResponse({ id: approvalId, approved, reason });
     // Without sendAutomaticallyWhen the page sends the answers itself, as a button's handler would.
+    if (!chat.sendAutomaticallyWhen) await chat.sendMessage();
+    else await waitUntilSettled();
+    return state();
+  },
+  // A client tool's result (or its error), as a page's tool handler gives it.
+  async output({ tool, toolCallId, output, errorText }) {
+    const kind = errorText === undefined ? "output-available" : "output-error";
+    await chat.addToolOutput({ tool, toolCallId, state: kind, output, errorText });
     if (!chat.sendAutomaticallyWhen) await chat.sendMessage();
     else await waitUntilSettled();
     return state();
