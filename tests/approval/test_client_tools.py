@@ -188,3 +188,25 @@ def test_a_client_tool_is_checked_when_it_is_declared():
             id = "clash"
             tools = ["bump"]
             client_tools = [ClientTool(name="bump", description="A bump in the browser.")]
+
+
+@pytest.mark.toolcalling(MAX_CALLS_PER_TOOL=1)
+def test_the_call_limits_count_client_calls(api, conv, model, django_capture_on_commit_callbacks):
+    model.calls(("pick_color", {"prompt": "first?"}), ("pick_color", {"prompt": "second?"}))
+    body = api.post(f"{URL}conversations/{conv['id']}/messages/", {"content": "two"}, format="json").json()
+    assert body["status"] == "awaiting_approval"
+    first, second = ToolCall.objects.filter(conversation_id=conv["id"]).order_by("index")
+    assert (first.status, second.status) == ("awaiting_approval", "failed")
+    assert second.result == "Error: not run, the limit is at most 1 calls to 'pick_color' per turn."
+
+    model.reply("One colour only.")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.post(result_url(first), {"result": {"color": "teal"}}, format="json").status_code == 200
+    assert Conversation.objects.get(pk=conv["id"]).status == "idle"
+    model.assert_done()
+
+
+def test_a_busy_conversation_says_the_call_waits_for_the_user(api, conv, waiting):
+    response = api.post(f"{URL}conversations/{conv['id']}/messages/", {"content": "hello?"}, format="json")
+    assert (response.status_code, response.json()["code"]) == (409, "conversation_busy")
+    assert response.json()["detail"] == "A tool call waits for you to confirm or decline it first."
