@@ -40,6 +40,7 @@ from .openapi_bodies import (
     as_json,
     errors,
 )
+from .client_results import ClientResultInputSerializer
 from .serializers import (
     ApprovalToolCallSerializer,
     ApproveInputSerializer,
@@ -301,6 +302,23 @@ class ToolCallViewSetSchema(OpenApiViewExtension):
                 return super().get_serializer_class()
 
         return Described
+
+
+class ClientResultViewSchema(ViewSchema):
+    target_class = "toolcalling.api.client_results.ClientResultView"
+
+    def described(self) -> dict[str, Any]:
+        decided = "already_decided: the call was answered, declined, cancelled or expired first."
+        return dict(
+            post=extend_schema(
+                summary="Send the result of a client tool's call",
+                description="A call of a tool that runs in the browser (`approver: \"client\"`) waits for its "
+                "`result` (checked against the tool's `result_schema`) or the `error` the browser met; the "
+                "conversation goes on. The conversation's user only.",
+                request=ClientResultInputSerializer,
+                responses={200: AnyToolCallSerializer, **errors(400, 404, 409, e409=decided)},
+            )
+        )
 
 
 class MCPViewSchema(ViewSchema):
