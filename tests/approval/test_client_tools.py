@@ -52,6 +52,7 @@ def test_its_call_waits_for_the_client_and_the_rest_api_shows_it(api, waiting):
     assert not Message.objects.filter(role="tool", tool_call_id=waiting.call_id).exists()
 
 
+@pytest.mark.each_api  # a client call's result replayed to each model API
 def test_the_owner_sends_the_result_and_the_turn_goes_on(api, conv, waiting, model, django_capture_on_commit_callbacks):
     model.reply("Teal it is.")
     with django_capture_on_commit_callbacks(execute=True):
@@ -210,3 +211,23 @@ def test_a_busy_conversation_says_the_call_waits_for_the_user(api, conv, waiting
     response = api.post(f"{URL}conversations/{conv['id']}/messages/", {"content": "hello?"}, format="json")
     assert (response.status_code, response.json()["code"]) == (409, "conversation_busy")
     assert response.json()["detail"] == "A tool call waits for you to confirm or decline it first."
+
+
+def test_the_tools_a_frontend_sent_are_offered_only_by_an_assistant_that_accepts_them(alice):
+    sent = [
+        {"name": "notify", "description": "Show a note.", "parameters": {"properties": {"text": {"type": "string"}}}},
+        {"name": "bump", "description": "Shadows a server tool.", "parameters": {"type": "object"}},
+        {"name": "bad name", "description": "Not a name.", "parameters": {}},
+        {"name": "scalar", "description": "Not an object.", "parameters": {"type": "string"}},
+    ]
+    accepting = Conversation.objects.create(user=alice, assistant_id="browser", state={"frontend_tools": sent})
+    assistant = Assistant.get("browser")
+    offered = {t.name: t for t in assistant.get_tools(assistant.build_context(alice, accepting))}
+    assert list(offered) == ["bump", "move_points", "pick_color", "notify"]
+    assert not isinstance(offered["bump"], ClientTool)  # the site's tool, never the frontend's
+    assert offered["notify"].parameters == {"type": "object", "properties": {"text": {"type": "string"}}}
+    assert offered["notify"].from_request and offered["notify"].approver == "client"
+
+    refusing = Assistant.get("ops")
+    ops = Conversation.objects.create(user=alice, assistant_id="ops", state={"frontend_tools": sent})
+    assert "notify" not in {t.name for t in refusing.get_tools(refusing.build_context(alice, ops))}

@@ -23,6 +23,7 @@ def ask_for_a_colour(chat, model, picker, **options):
     return driver, waiting, part, ToolCall.objects.get(conversation=picker)
 
 
+@pytest.mark.each_api  # a client call's result replayed to each model API
 @pytest.mark.parametrize("auto", [False, "tools"], ids=["sent-by-the-page", "sent-automatically"])
 def test_a_client_tool_answered_by_the_client(chat, model, picker, auto):
     driver, waiting, part, call = ask_for_a_colour(chat, model, picker, auto=auto)

@@ -16,6 +16,7 @@ from drf_spectacular.extensions import OpenApiViewExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 
 from ..models import Conversation, ToolCall
+from .client_results import ClientResultInputSerializer
 from .openapi_bodies import (
     AG_UI_EVENTS,
     CHAT_REQUEST,
@@ -40,7 +41,6 @@ from .openapi_bodies import (
     as_json,
     errors,
 )
-from .client_results import ClientResultInputSerializer
 from .serializers import (
     ApprovalToolCallSerializer,
     ApproveInputSerializer,

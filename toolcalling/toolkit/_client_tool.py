@@ -95,6 +95,8 @@ class ClientTool(Tool):
         if not isinstance(data, dict):
             raise ImproperlyDefined("A client tool must be an object with a name, a description and parameters.")
         parameters = data.get("parameters")
+        if isinstance(parameters, dict) and parameters and "type" not in parameters:
+            parameters = {"type": "object", **parameters}  # properties without a type: an object's, as sent
         return cls(
             name=data.get("name"),  # type: ignore[arg-type]  # checked in __post_init__
             description=data.get("description") or "",
