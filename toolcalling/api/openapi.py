@@ -312,7 +312,7 @@ class ClientResultViewSchema(ViewSchema):
         return dict(
             post=extend_schema(
                 summary="Send the result of a client tool's call",
-                description="A call of a tool that runs in the browser (`approver: \"client\"`) waits for its "
+                description='A call of a tool that runs in the browser (`approver: "client"`) waits for its '
                 "`result` (checked against the tool's `result_schema`) or the `error` the browser met; the "
                 "conversation goes on. The conversation's user only.",
                 request=ClientResultInputSerializer,
