@@ -78,9 +78,10 @@ class Assistant:
         ):
             problems.append("client_tools must be a list of ClientTool objects")
         else:
-            names = [t.name for t in cls.client_tools] + [t.name for t in cls.tools if isinstance(t, Tool)]
-            names += [t for t in cls.tools if isinstance(t, str)]
-            clashing = sorted({n for n in names if names.count(n) > 1})
+            client_names = [t.name for t in cls.client_tools]
+            declared = cls.tools if isinstance(cls.tools, list | tuple) else []
+            names = client_names + [t.name if isinstance(t, Tool) else t for t in declared]
+            clashing = sorted({n for n in client_names if names.count(n) > 1})
             if clashing:
                 problems.append(f"a client tool has the name of another tool ({', '.join(clashing)})")
         if cls.api is not None and cls.api not in API_CHOICES:
