@@ -31,6 +31,9 @@ def test_a_client_tool_answered_by_the_client(chat, model, picker, auto):
     assert (call.status, call.approver) == ("awaiting_approval", "client")
     assert (part["state"], part["input"]) == ("input-available", {"prompt": "Your favourite?"})
     assert "approval" not in part and "tool-approval-request" not in chunk_types(waiting)
+    # The page's onToolCall runs it once, with the arguments as validated: one tool-input-available, once gated.
+    assert waiting["toolCalls"] == [f"pick_color:{call.call_id}"]
+    assert chunk_types(waiting).count("tool-input-available") == 1
     assert part["callProviderMetadata"] == {"toolcalling": {"id": call.pk, "approver": "client"}}
     assert waiting["chunks"][-1]["finishReason"] == "tool-calls"
 
@@ -116,4 +119,17 @@ def test_a_page_opened_later_answers_the_waiting_call(chat, model, picker):
 
     assert reply["status"] == "ready", reply
     assert parts(reply, "text")[-1]["text"] == "Teal it is."
+    model.assert_done()
+
+
+def test_a_client_call_with_invalid_arguments_never_reaches_the_pages_tool_handler(chat, model, picker):
+    model.call("pick_color", {"question": "?"})
+    model.reply("Sorry, I asked wrongly.")
+    driver = chat(picker)
+    reply = driver("send", text="Pick a colour")
+
+    assert reply["toolCalls"] == []  # answered with the error on the server: nothing for the page to run
+    (part,) = parts(reply, "tool-pick_color")
+    assert part["state"] == "output-error" and "'prompt' is a required property" in part["errorText"]
+    assert parts(reply, "text")[-1]["text"] == "Sorry, I asked wrongly."
     model.assert_done()

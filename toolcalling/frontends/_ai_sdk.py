@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from functools import cached_property
 from typing import Any
 
 from django.urls import reverse
@@ -15,6 +16,7 @@ from django.urls import reverse
 from ..models import Conversation, Message, ToolCall
 from ..streaming import Event
 from ..toolkit import tool_label
+from ._client_tools import client_tool_names
 from ._decide import decision_aid
 
 HEADER = "x-vercel-ai-ui-message-stream"
@@ -247,7 +249,9 @@ class UIMessageStream:
         self.streamed = False
         calls = list(message.tool_calls.order_by("index"))
         for call in calls:
-            out += self.announce(call)
+            # A client tool's call is only started here: its arguments are "available" (which runs the page's
+            # onToolCall) once validated and waiting for the client (``on_tool_call``), never before.
+            out += self.start_input(call) if call.name in self.client_names else self.announce(call)
         self.answered = True
         if not calls:
             out += self.end_step()
@@ -313,6 +317,18 @@ class UIMessageStream:
         start = chunk("tool-input-start", toolCallId=call.call_id, toolName=call.name, title=str(tool_label(call.name)))
         return start + self.input_available(call)
 
+    def start_input(self, call: ToolCall) -> str:
+        """``tool-input-start`` of a call not announced yet (its arguments may have started it already)."""
+        if call.call_id in self.known or call.call_id in self.inputs:
+            return ""
+        self.inputs.add(call.call_id)
+        return chunk("tool-input-start", toolCallId=call.call_id, toolName=call.name, title=str(tool_label(call.name)))
+
+    @cached_property
+    def client_names(self) -> frozenset[str]:
+        """The names of the conversation's client tools (read once per stream)."""
+        return client_tool_names(self.conversation_id)
+
     def input_available(self, call: ToolCall) -> str:
         # The app's own id of the call, and who decides it once it is gated, beside the SDK's fields.
         meta = {"toolcalling": {"id": call.pk, "approver": call.approver if call.requires_approval else None}}
@@ -329,6 +345,12 @@ class UIMessageStream:
                      approvalDescriptor=decision_aid(call, self.user))  # fmt: skip
 
     def outcome(self, call: ToolCall) -> str:
+        if call.name in self.client_names and call.call_id not in self.known and call.status in FAILED:
+            # A client call refused before it waited (invalid arguments, a limit): an input error, which the
+            # page's onToolCall never sees, rather than arguments to run.
+            self.known.add(call.call_id)
+            return chunk("tool-input-error", toolCallId=call.call_id, toolName=call.name, input=call_input(call),
+                         errorText=call.error or call.result, title=str(tool_label(call.name)))  # fmt: skip
         out = self.announce(call)
         if call.status == ToolCall.Status.SUCCEEDED:
             return out + chunk("tool-output-available", toolCallId=call.call_id, output=tool_output(call.result))

@@ -15,7 +15,7 @@ from django.db import transaction
 from .. import approval
 from ..exceptions import AlreadyDecided, ImproperlyDefined
 from ..models import Conversation, ToolCall
-from ..toolkit import FRONTEND_TOOLS_KEY, ClientTool, assistants
+from ..toolkit import FRONTEND_TOOLS_KEY, ClientTool, assistants, frontend_tools
 
 
 @dataclass(kw_only=True)
@@ -123,3 +123,18 @@ def last_parts(body: dict[str, Any]) -> list[dict[str, Any]]:
     messages = body.get("messages") or []
     last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
     return [p for p in last.get("parts") or [] if isinstance(p, dict)] if last.get("role") == "assistant" else []
+
+
+def client_tool_names(conversation_id: Any) -> frozenset[str]:
+    """The names of the client tools the conversation's assistant offers (declared, and the frontend's when it
+    accepts them): what a stream needs to know before a call of one is gated. Its MCP servers are not asked."""
+    conversation = Conversation.objects.filter(pk=conversation_id).only("assistant_id", "state").first()
+    if conversation is None or not assistants.is_registered(conversation.assistant_id):
+        return frozenset()
+    assistant = assistants.get(conversation.assistant_id)
+    names = {t.name for t in getattr(assistant, "client_tools", ())}
+    if getattr(assistant, "accept_frontend_tools", False):
+        # Never one named like a tool of the site's: that name is the site's tool (``Assistant.get_tools``).
+        declared = {getattr(t, "name", t) for t in getattr(assistant, "tools", ())}
+        names.update(t.name for t in frontend_tools(conversation) if t.name not in declared)
+    return frozenset(names)

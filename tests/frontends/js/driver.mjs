@@ -69,13 +69,17 @@ class NodeChat extends AbstractChat {
 
 let chat;
 let chunks = [];
+let toolCalls = []; // what the chat's onToolCall was called with, as "toolName:toolCallId"
 const errors = [];
 
 function state() {
   const taken = chunks;
   chunks = [];
   chat.transport.chunks = chunks;
+  const called = toolCalls;
+  toolCalls = [];
   return {
+    toolCalls: called,
     status: chat.status,
     error: chat.error ? chat.error.message : null,
     messages: chat.messages,
@@ -101,6 +105,10 @@ const commands = {
       messages,
       transport: new RecordingTransport({ api, headers }, chunks),
       onError: (error) => errors.push(error.message),
+      // A page runs its client tools here; the driver records the calls (the test gives the output itself).
+      onToolCall: ({ toolCall }) => {
+        toolCalls.push(`${toolCall.toolName}:${toolCall.toolCallId}`);
+      },
       // auto: "tools" sends once every tool part of the last step has its output (a client tool's, say).
       sendAutomaticallyWhen: auto
         ? auto === "tools"
