@@ -55,9 +55,11 @@ def answer_client_call(call: ToolCall, user: Any, *, result: Any = None, error: 
         log_decision(
             call, user, _("Failed in the user's browser.") if failure else _("Answered by the user's browser.")
         )
-        # Published inside the transaction: readers hear of the result before the continuation, which starts at
-        # commit (at once, with eager tasks), can publish its own events.
-        streaming.publish(call.conversation_id, "tool_call_decided", describe_call(call))
+        # Published once committed (a reader in another process reads the call's result then), and before the
+        # continuation is queued (its on-commit comes after this one): readers hear of the result first.
+        decided = describe_call(call)
+        transaction.on_commit(lambda: streaming.publish(call.conversation_id, "tool_call_decided", decided),
+                              using=write_db())  # fmt: skip
         continue_when_decided(call.conversation)
     return call
 
