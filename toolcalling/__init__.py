@@ -3,11 +3,11 @@
 from django.utils.module_loading import autodiscover_modules
 
 from .assistant import Assistant
-from .toolkit import ToolContext, tool
+from .toolkit import ClientTool, ToolContext, tool
 
 __version__ = "0.1.0"  # the one place the version is written; pyproject.toml reads it
 
-__all__ = ["Assistant", "ToolContext", "__version__", "autodiscover", "tool"]
+__all__ = ["Assistant", "ClientTool", "ToolContext", "__version__", "autodiscover", "tool"]
 
 
 def autodiscover() -> None:

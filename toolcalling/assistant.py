@@ -11,7 +11,7 @@ from .conf import API_CHOICES, toolcalling_settings
 from .exceptions import ImproperlyDefined
 from .hooks import Hook
 from .model_apis import load_model_api
-from .toolkit import Tool, ToolContext, ToolSource, assistants, check_extras
+from .toolkit import ClientTool, Tool, ToolContext, ToolSource, assistants, check_extras, frontend_tools
 from .toolkit import tools as tool_registry
 from .usage import UsageLimit, parse_limits
 
@@ -52,6 +52,12 @@ class Assistant:
     argument_extras: ClassVar[type[BaseModel] | None] = None
     # MCP servers whose tools join this assistant's (``toolcalling.mcp.MCPServer``); listed when a turn starts.
     mcp_servers: ClassVar[list[ToolSource]] = []
+    # Tools that run in the browser (``ClientTool``): offered like the others; a call waits for the result the
+    # conversation's owner's frontend sends. See get_tools.
+    client_tools: ClassVar[list[ClientTool]] = []
+    # Whether the tools a frontend sends with its request (AG-UI's ``tools``: CopilotKit's actions) are offered as
+    # client tools too; never under the name of a tool of the site's.
+    accept_frontend_tools: ClassVar[bool] = False
     # Usage limits of this assistant's turns, on top of TOOLCALLING["USAGE_LIMITS"]; see get_usage_limits.
     usage_limits: ClassVar[list[dict[str, Any] | UsageLimit]] = []
 
@@ -68,6 +74,17 @@ class Assistant:
             problems.append("tools must be a list of tools or tool names")
         if not isinstance(cls.mcp_servers, list | tuple) or not all(isinstance(s, ToolSource) for s in cls.mcp_servers):
             problems.append("mcp_servers must be a list of MCPServer objects (from toolcalling.mcp)")
+        if not isinstance(cls.client_tools, list | tuple) or not all(
+            isinstance(t, ClientTool) for t in cls.client_tools
+        ):
+            problems.append("client_tools must be a list of ClientTool objects")
+        else:
+            client_names = [t.name for t in cls.client_tools]
+            declared = cls.tools if isinstance(cls.tools, list | tuple) else []
+            names = client_names + [t.name if isinstance(t, Tool) else t for t in declared]
+            clashing = sorted({n for n in client_names if names.count(n) > 1})
+            if clashing:
+                problems.append(f"a client tool has the name of another tool ({', '.join(clashing)})")
         if cls.api is not None and cls.api not in API_CHOICES:
             problems.append(f"api must be None or one of {', '.join(map(repr, API_CHOICES))}, not {cls.api!r}")
         if problems:
@@ -115,13 +132,20 @@ class Assistant:
 
     def get_tools(self, ctx: ToolContext) -> list[Tool]:
         """The tools offered to the model for this user: the declared ones the user has permissions for, then
-        the tools of ``mcp_servers`` (asked for now, not at start-up; a name already taken is never reused)."""
+        the tools of ``mcp_servers`` (asked for now, not at start-up; a name already taken is never reused), then
+        the ``client_tools``, and with ``accept_frontend_tools`` the tools the conversation's frontend sent last
+        (never one named like a tool before them)."""
         offered = [t for t in self.resolve_tools() if t.user_may_use(ctx.user)]
         taken = {t.name for t in offered}
         for source in self.mcp_servers:
             found = [t for t in source.get_tools(ctx, frozenset(taken)) if t.user_may_use(ctx.user)]
             offered += found
             taken.update(t.name for t in found)
+        sent = frontend_tools(ctx.conversation) if self.accept_frontend_tools else []
+        for client in [*self.client_tools, *sent]:
+            if client.name not in taken and client.user_may_use(ctx.user):
+                offered.append(client)
+                taken.add(client.name)
         return offered
 
     def get_usage_limits(self, ctx: ToolContext) -> list[dict[str, Any] | UsageLimit]:

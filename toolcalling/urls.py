@@ -5,7 +5,7 @@ Include them with ``path("api/toolcalling/", include("toolcalling.urls"))``."""
 from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
-from .api import attachments, streams, usage, views
+from .api import attachments, client_results, streams, usage, views
 from .frontends import AGUIMessagesView, AGUIView, AISDKChatView, AISDKMessagesView, AISDKStreamView
 from .mcp import MCPView
 
@@ -22,6 +22,7 @@ urlpatterns = [
     path("attachments/", attachments.AttachmentUploadView.as_view(), name="attachment-list"),
     path("attachments/<uuid:pk>/content/", attachments.AttachmentContentView.as_view(), name="attachment-content"),
     path("usage/", usage.UsageView.as_view(), name="usage"),
+    path("tool-calls/<int:pk>/result/", client_results.ClientResultView.as_view(), name="toolcall-result"),
     path("mcp/<str:assistant_id>/", MCPView.as_view(), name="mcp"),
     # The AI SDK's transport posts to its ``api`` URL as given and appends ``/{id}/stream``: no slash is needed.
     re_path(r"^ai-sdk/chat/?$", AISDKChatView.as_view(), name="ai-sdk-chat"),

@@ -43,6 +43,7 @@ def test_the_schema_validates_without_a_warning_and_covers_every_endpoint(docume
         ("tool-calls/{id}/approve/", "post"),
         ("tool-calls/{id}/reject/", "post"),
         ("tool-calls/{id}/settle/", "post"),
+        ("tool-calls/{id}/result/", "post"),
         ("usage/", "get"),
         ("mcp/{assistant_id}/", "post"),
         ("ai-sdk/chat/", "post"),

@@ -4,7 +4,7 @@ import os
 import signal
 from typing import Any
 
-from toolcalling import Assistant
+from toolcalling import Assistant, ClientTool
 from toolcalling.hooks import Hook
 
 
@@ -110,3 +110,21 @@ class CourierAssistant(Assistant):
     id = "courier"
     name = "Courier"
     tools = ["courier_charge", "courier_receipt"]
+
+
+PICK_COLOR = ClientTool(
+    name="pick_color",
+    description="Ask the user to pick a colour on the page.",
+    parameters={"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]},
+    result_schema={"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
+)
+
+
+class BrowserAssistant(Assistant):
+    """Server tools beside a tool the browser runs (``pick_color``); the tools a frontend sends are offered too."""
+
+    id = "browser"
+    name = "Browser"
+    tools = ["bump", "move_points"]
+    client_tools = [PICK_COLOR]
+    accept_frontend_tools = True

@@ -190,3 +190,12 @@ def test_a_gated_call_waits_for_approval_and_its_outcome_can_be_read_later(endpo
     assert Message.objects.filter(conversation=conversation, role="assistant").count() == 1  # the client's call
     other = call(endpoint, "alice", "get_tool_call_status", {"tool_call_id": call_id + 1000})
     assert other.is_error
+
+
+def test_client_tools_are_not_served_to_mcp_clients(live_server, alice):
+    # A tool that runs in the browser has no browser to run in here: neither listed nor callable.
+    browser_endpoint = f"{live_server.url}/api/toolcalling/mcp/browser/"
+    assert "pick_color" not in list_tools(browser_endpoint, "alice")
+    with pytest.raises(MCPError):
+        call(browser_endpoint, "alice", "pick_color", {"prompt": "?"})
+    assert not ToolCall.objects.filter(name="pick_color").exists()

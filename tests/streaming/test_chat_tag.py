@@ -30,3 +30,22 @@ def test_anonymous_users_are_asked_to_sign_in(db):
 def test_an_unknown_assistant_is_a_configuration_error(db, alice):
     with pytest.raises(ImproperlyConfigured, match="nope"):
         render(alice, '{% load toolcalling %}{% toolcalling_chat "nope" %}')
+
+
+def test_client_tools_register_the_pages_functions(alice):
+    html = render(alice, '{% load toolcalling %}{% toolcalling_chat "browser" client_tools="pick_color=picker.pick" %}')
+    assert 'data-client-tools="toolcalling-chat-browser-client-tools"' in html
+    assert (
+        '<script id="toolcalling-chat-browser-client-tools" type="application/json">{"pick_color": "picker.pick"}'
+        in html
+    )
+
+
+@pytest.mark.parametrize(
+    ("pairs", "problem"),
+    [("bump=doIt", "'bump' is not a client tool of the assistant"), ("pick_color=alert(1)", "not 'alert(1)'")],
+    ids=["a-server-tool", "not-a-function-name"],
+)
+def test_a_client_tool_the_assistant_lacks_or_a_bad_function_name_is_a_configuration_error(alice, pairs, problem):
+    with pytest.raises(ImproperlyConfigured, match=problem.replace("(", r"\(").replace(")", r"\)")):
+        render(alice, f'{{% load toolcalling %}}{{% toolcalling_chat "browser" client_tools="{pairs}" %}}')

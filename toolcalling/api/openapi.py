@@ -18,6 +18,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from ..conf import ATTACHMENT_TYPES
 from ..models import Conversation, ToolCall
 from ..web import DEFAULT_TURN_RATE, AttachmentSerializer
+from .client_results import ClientResultInputSerializer
 from .openapi_bodies import (
     AG_UI_EVENTS,
     CHAT_REQUEST,
@@ -305,6 +306,23 @@ class ToolCallViewSetSchema(OpenApiViewExtension):
                 return super().get_serializer_class()
 
         return Described
+
+
+class ClientResultViewSchema(ViewSchema):
+    target_class = "toolcalling.api.client_results.ClientResultView"
+
+    def described(self) -> dict[str, Any]:
+        decided = "already_decided: the call was answered, declined, cancelled or expired first."
+        return dict(
+            post=extend_schema(
+                summary="Send the result of a client tool's call",
+                description='A call of a tool that runs in the browser (`approver: "client"`) waits for its '
+                "`result` (checked against the tool's `result_schema`) or the `error` the browser met; the "
+                "conversation goes on. The conversation's user only.",
+                request=ClientResultInputSerializer,
+                responses={200: AnyToolCallSerializer, **errors(400, 404, 409, e409=decided)},
+            )
+        )
 
 
 class MCPViewSchema(ViewSchema):

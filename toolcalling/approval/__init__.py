@@ -4,6 +4,7 @@ worker exactly once, and the sweep that keeps them moving. Used by the admin, th
 Only what those callers use is named here; the rest stays in the private modules."""
 
 from ._arguments import tool_for, validate_arguments
+from ._client_results import answer_client_call, check_client_output
 from ._decisions import (
     REASON_MAX_LENGTH,
     SETTLEMENTS,
@@ -27,6 +28,8 @@ __all__ = [
     "REASON_MAX_LENGTH",
     "SETTLEMENTS",
     "Preview",
+    "answer_client_call",
+    "check_client_output",
     "approve",
     "can_approve",
     "cancel_waiting",

@@ -127,7 +127,7 @@ def approve(call: ToolCall, user: Any, arguments: Any = None) -> ToolCall:
         now = timezone.now()
         if not update_call_if(call, WAITING, status=ToolCall.Status.APPROVED, decided_by=user, decided_at=now):
             raise _already_decided(call)
-        by_user = call.approver == ToolCall.Approver.USER
+        by_user = call.approver != ToolCall.Approver.STAFF
         # The admin's history of the call, for staff (the model is told of edits by the run's note).
         edited = bool(edit_note(call))
         if by_user:
@@ -165,7 +165,7 @@ def reject(call: ToolCall, user: Any, reason: str = "") -> ToolCall:
     for a reason ``validate_decision`` refuses, with nothing decided."""
     check_may_decide(call, user, approving=False)
     reason = validate_decision(call, reason=reason)[0]
-    by_user = call.approver == ToolCall.Approver.USER
+    by_user = call.approver != ToolCall.Approver.STAFF
     # What the model reads says who refused, so it can answer the user accordingly.
     text = "Not run: the user declined this call." if by_user else "Not run: a staff member rejected this call."
     text += f" Reason: {reason}" if reason else ""
@@ -204,7 +204,7 @@ def settle(call: ToolCall, user: Any, outcome: str, result: str = "") -> ToolCal
         raise ValueError(f"outcome must be one of {', '.join(SETTLEMENTS)}, not {outcome!r}")
     check_may_decide(call, user, approving=outcome == "retry")
     result = validate_decision(call, reason=result)[0]
-    by_user = call.approver == ToolCall.Approver.USER
+    by_user = call.approver != ToolCall.Approver.STAFF
     who = "the user" if by_user else "a staff member"
     now = timezone.now()
     decided = {"decided_by": user, "decided_at": now, "decision_reason": result}
@@ -269,7 +269,7 @@ def cancel_waiting(conversation: Conversation, user: Any) -> list[ToolCall]:
     """
     cancelled = []
     for call in conversation.tool_calls.filter(status=WAITING).order_by("id"):
-        by_user = call.approver == ToolCall.Approver.USER
+        by_user = call.approver != ToolCall.Approver.STAFF
         try:
             _decide(
                 call,
@@ -303,7 +303,7 @@ def expire(now: datetime | None = None) -> list[ToolCall]:
     expired = []
     for call in ToolCall.objects.filter(status=WAITING, created_at__lt=cutoff).select_related("conversation"):
         try:
-            who = "the user did not confirm" if call.approver == ToolCall.Approver.USER else "no staff member decided"
+            who = "the user did not confirm" if call.approver != ToolCall.Approver.STAFF else "no staff member decided"
             _decide(
                 call,
                 ToolCall.Status.EXPIRED,

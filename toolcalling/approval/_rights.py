@@ -29,6 +29,15 @@ def refusal(call: ToolCall, user: Any, *, approving: bool) -> DecisionNotAllowed
     if not (user and user.is_authenticated):
         return DecisionNotAllowed(status=status)
     requester_id = call.conversation.user_id
+    if call.approver == ToolCall.Approver.CLIENT:
+        # A client tool's call is answered with its result (``answer_client_call``); its owner may decline it.
+        if requester_id != user.pk:
+            return DecisionNotAllowed(_("Only the user of this conversation may answer this call."), status=status)
+        if approving:
+            return DecisionNotAllowed(
+                _("This call runs in the browser: send its result instead of approving it."), status=status
+            )
+        return None
     if call.approver == ToolCall.Approver.USER:
         if requester_id != user.pk:
             return DecisionNotAllowed(

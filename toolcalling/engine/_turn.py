@@ -330,7 +330,7 @@ class Turn:
             return self.ledger.token
         conv.refresh_from_db(fields=["status"])
         if conv.status == Conversation.Status.AWAITING_APPROVAL:
-            yours = conv.tool_calls.filter(status=ToolCall.Status.AWAITING_APPROVAL, approver="user").exists()
+            yours = conv.tool_calls.filter(status=ToolCall.Status.AWAITING_APPROVAL).exclude(approver="staff").exists()
             raise ConversationBusy(
                 _("A tool call waits for you to confirm or decline it first.")
                 if yours

@@ -128,7 +128,7 @@ def call_state(call: ToolCall, user: Any) -> dict[str, Any]:
         "status": call.status,
         "approver": call.approver if call.requires_approval else None,
     }
-    if call.status == ToolCall.Status.AWAITING_APPROVAL:
+    if call.status == ToolCall.Status.AWAITING_APPROVAL and call.approver != ToolCall.Approver.CLIENT:
         state["interrupt"] = interrupt(call, user)
     return state
 
@@ -250,9 +250,12 @@ class AGUIStream:
         self.ended = True
         if self.error:  # the run failed: RUN_ERROR ends it, no RUN_FINISHED follows
             return self.error
-        waiting = ToolCall.objects.filter(
-            conversation_id=self.conversation_id, status=ToolCall.Status.AWAITING_APPROVAL
-        ).order_by("id")
+        # A call of a frontend's tool is no interrupt: the client runs it and sends its result in a new run.
+        waiting = (
+            ToolCall.objects.filter(conversation_id=self.conversation_id, status=ToolCall.Status.AWAITING_APPROVAL)
+            .exclude(approver=ToolCall.Approver.CLIENT)
+            .order_by("id")
+        )
         outcome: Any = {"type": "success"}
         if data["status"] == "awaiting_approval" and waiting:
             interrupts = [interrupt(c, self.user) for c in waiting]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from functools import cached_property
 from typing import Any
 
 from django.urls import reverse
@@ -15,6 +16,7 @@ from django.urls import reverse
 from ..models import Conversation, Message, ToolCall
 from ..streaming import Event
 from ..toolkit import tool_label
+from ._client_tools import client_tool_names
 from ._decide import decision_aid
 
 HEADER = "x-vercel-ai-ui-message-stream"
@@ -65,8 +67,9 @@ def call_input(call: ToolCall) -> Any:
 
 def approval_of(call: ToolCall) -> dict[str, Any] | None:
     """A gated call's ``approval`` as the SDK's tool parts keep it once decided: ``None`` while it waits, for a
-    call no one approved (cancelled, expired, or not gated) and for one whose decision is unknown."""
-    if not call.requires_approval:
+    call no one approved (cancelled, expired, or not gated) and for one whose decision is unknown. A client tool's
+    call has one only once declined: its result is its output, not an approval."""
+    if not call.requires_approval or (call.approver == ToolCall.Approver.CLIENT and call.status not in DENIED):
         return None
     if call.status in DENIED:
         return {"id": str(call.pk), "approved": False, "reason": call.decision_reason or ""}
@@ -82,7 +85,9 @@ def tool_part(call: ToolCall, user: Any) -> dict[str, Any]:
                             "title": str(tool_label(call.name)), "input": call_input(call),
                             "callProviderMetadata": meta}  # fmt: skip
     decided = approval_of(call)
-    if call.status == ToolCall.Status.AWAITING_APPROVAL:
+    if call.status == ToolCall.Status.AWAITING_APPROVAL and call.approver == ToolCall.Approver.CLIENT:
+        part["state"] = "input-available"  # the browser runs it and sends its output (``addToolOutput``)
+    elif call.status == ToolCall.Status.AWAITING_APPROVAL:
         part["state"] = "approval-requested"
         part["approval"] = {"id": str(call.pk), "descriptor": decision_aid(call, user)}
     elif call.status == ToolCall.Status.SUCCEEDED:
@@ -244,7 +249,9 @@ class UIMessageStream:
         self.streamed = False
         calls = list(message.tool_calls.order_by("index"))
         for call in calls:
-            out += self.announce(call)
+            # A client tool's call is only started here: its arguments are "available" (which runs the page's
+            # onToolCall) once validated and waiting for the client (``on_tool_call``), never before.
+            out += self.start_input(call) if call.name in self.client_names else self.announce(call)
         self.answered = True
         if not calls:
             out += self.end_step()
@@ -310,6 +317,18 @@ class UIMessageStream:
         start = chunk("tool-input-start", toolCallId=call.call_id, toolName=call.name, title=str(tool_label(call.name)))
         return start + self.input_available(call)
 
+    def start_input(self, call: ToolCall) -> str:
+        """``tool-input-start`` of a call not announced yet (its arguments may have started it already)."""
+        if call.call_id in self.known or call.call_id in self.inputs:
+            return ""
+        self.inputs.add(call.call_id)
+        return chunk("tool-input-start", toolCallId=call.call_id, toolName=call.name, title=str(tool_label(call.name)))
+
+    @cached_property
+    def client_names(self) -> frozenset[str]:
+        """The names of the conversation's client tools (read once per stream)."""
+        return client_tool_names(self.conversation_id)
+
     def input_available(self, call: ToolCall) -> str:
         # The app's own id of the call, and who decides it once it is gated, beside the SDK's fields.
         meta = {"toolcalling": {"id": call.pk, "approver": call.approver if call.requires_approval else None}}
@@ -319,10 +338,19 @@ class UIMessageStream:
     def approval_request(self, call: ToolCall) -> str:
         # approvalId is the call's id in the REST API (tool-calls/{id}/), so a client may decide it there too; the
         # descriptor (the part's ``approval.descriptor``) has what a person needs to decide: arguments, preview.
+        # A client tool's call asks for no approval: its part stays "input-available" until the browser's output.
+        if call.approver == ToolCall.Approver.CLIENT:
+            return ""
         return chunk("tool-approval-request", approvalId=str(call.pk), toolCallId=call.call_id,
                      approvalDescriptor=decision_aid(call, self.user))  # fmt: skip
 
     def outcome(self, call: ToolCall) -> str:
+        if call.name in self.client_names and call.call_id not in self.known and call.status in FAILED:
+            # A client call refused before it waited (invalid arguments, a limit): an input error, which the
+            # page's onToolCall never sees, rather than arguments to run.
+            self.known.add(call.call_id)
+            return chunk("tool-input-error", toolCallId=call.call_id, toolName=call.name, input=call_input(call),
+                         errorText=call.error or call.result, title=str(tool_label(call.name)))  # fmt: skip
         out = self.announce(call)
         if call.status == ToolCall.Status.SUCCEEDED:
             return out + chunk("tool-output-available", toolCallId=call.call_id, output=tool_output(call.result))

@@ -191,10 +191,10 @@ def moving(conversation_id: Any) -> bool:
 
 
 def awaiting_staff(conversation_id: Any) -> bool:
-    """Whether the conversation waits for staff only: calls await a decision and none is the user's own (those
-    the page answers itself, in a request of its own)."""
+    """Whether the conversation waits for staff only: calls await a decision and none is the user's own or the
+    browser's (those the page answers itself, in a request of its own)."""
     waiting = ToolCall.objects.filter(conversation_id=conversation_id, status=ToolCall.Status.AWAITING_APPROVAL)
-    return waiting.exists() and not waiting.filter(approver=ToolCall.Approver.USER).exists()
+    return waiting.exists() and not waiting.exclude(approver=ToolCall.Approver.STAFF).exists()
 
 
 def turn_start(conversation_id: Any) -> int:

@@ -22,6 +22,7 @@ from ..models import Conversation
 from ..web import ErrorResponses, EventStreamMixin, MessagePost, PostsMessages, is_asgi, messages_queryset
 from . import _ag_ui as ag_ui
 from ._ai_sdk import HEADER, VERSION, UIMessageStream, ui_messages
+from ._client_tools import ag_ui_outputs, ai_sdk_outputs, apply_outputs, keep_frontend_tools, last_parts
 from ._requests import (
     ChatRequestSerializer,
     apply_answers,
@@ -75,6 +76,7 @@ class AISDKChatView(PostsMessages, APIView):
         if wanted.content is None:
             # Answers to approval requests: decided before reading on, so the stream carries their outcome.
             after = streaming.last_seq(conversation.pk)
+            apply_outputs(conversation, request.user, ai_sdk_outputs(last_parts(body.validated_data)))
             again = apply_answers(conversation, request.user, wanted.answers)
             renderer = UIMessageStream(conversation.pk, user=request.user, known=wanted.shown, waiting=again)
             return _follow(conversation.pk, after, renderer, request)
@@ -111,8 +113,9 @@ class AGUIView(PostsMessages, APIView):
     """``POST ag-ui/``: an AG-UI ``RunAgentInput`` whose ``threadId`` is a conversation of this user. The last
     user message is posted (or, with ``resume``, the user's answers to the last run's interrupts are applied;
     with no messages at all, the run is the thread's ``MESSAGES_SNAPSHOT``); the answer is the run as AG-UI
-    events. The client's own ``tools`` are ignored: the
-    assistant offers its server-side tools only, so approval and ownership stay the server's."""
+    events. The client's own ``tools`` are offered as client tools only when the assistant allows it
+    (``accept_frontend_tools``), never under a server tool's name; a run whose last messages are tool messages
+    sends the results of those tools' calls (see ``_client_tools``)."""
 
     permission_classes = [IsAuthenticated]
 
@@ -120,6 +123,12 @@ class AGUIView(PostsMessages, APIView):
         run = ag_ui.read_input(request.data)
         conversation = conversation_of(request.user, run.thread_id)
         renderer = ag_ui.AGUIStream(conversation.pk, thread_id=run.thread_id, run_id=run.run_id, user=request.user)
+        keep_frontend_tools(conversation, [tool.model_dump(mode="json") for tool in run.tools or ()])
+        if outputs := ag_ui_outputs(run):
+            # The frontend's results of the calls its tools were asked for: stored, then the run follows the rest.
+            after = streaming.last_seq(conversation.pk)
+            apply_outputs(conversation, request.user, outputs)
+            return _follow(conversation.pk, after, renderer, request, protocol=False)
         if run.resume:
             # Answers to the interrupts of the run before: decided first, then the run follows what they started.
             # A staff call's interrupt resumed (the browser cannot decide it): the run waits for staff's decision

@@ -12,6 +12,7 @@ from django.utils.translation import gettext, pgettext
 from ..engine import call_directly, tool_definitions
 from ..exceptions import TurnError
 from ..models import Conversation, ToolCall
+from ..toolkit import ClientTool
 
 if TYPE_CHECKING:
     from ..assistant import Assistant
@@ -53,7 +54,9 @@ class ServedTools:
     def definitions(self) -> list[dict[str, Any]]:
         """Chat Completions tool definitions of the offered tools (listing MCP servers' tools if needed)."""
         ctx = self.assistant.build_context(self.user, None)
-        return [d["function"] for d in tool_definitions(self.assistant, self.assistant.get_tools(ctx))]
+        # A client tool runs in the browser of the site's chat, which an MCP client is not: never served.
+        served = [t for t in self.assistant.get_tools(ctx) if not isinstance(t, ClientTool)]
+        return [d["function"] for d in tool_definitions(self.assistant, served)]
 
     @property
     def serves_status_tool(self) -> bool:

@@ -37,6 +37,7 @@ class ToolCall(models.Model):
     class Approver(models.TextChoices):
         STAFF = "staff", pgettext_lazy("toolcalling model", "A staff member")
         USER = "user", pgettext_lazy("toolcalling model", "The user")
+        CLIENT = "client", pgettext_lazy("toolcalling model", "The user's browser")
 
     id = models.BigAutoField(primary_key=True)
     conversation = models.ForeignKey(
@@ -108,7 +109,10 @@ class ToolCall(models.Model):
         choices=Approver.choices,
         default=Approver.STAFF,
         verbose_name=pgettext_lazy("toolcalling model", "approver"),
-        help_text=_("Who decides a gated call: a staff member, or the conversation's own user."),
+        help_text=_(
+            "Who decides a gated call: a staff member, or the conversation's own user; or, for a client tool's "
+            "call, the user's browser, which runs it and sends its result."
+        ),
     )
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,

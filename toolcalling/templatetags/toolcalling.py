@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import template
@@ -19,12 +20,14 @@ register = template.Library()
 
 @register.inclusion_tag("toolcalling/chat.html", takes_context=True)
 def toolcalling_chat(
-    context: template.Context, assistant_id: str, *, placeholder: str = "", examples: str = ""
+    context: template.Context, assistant_id: str, *, placeholder: str = "", examples: str = "", client_tools: str = ""
 ) -> dict[str, Any]:
     """A chat with the assistant ``assistant_id`` for the signed-in user: their conversations, streamed
     answers, tool activity, the wait for staff approval, and the user's own say on the calls they confirm (and on
     such a call whose process stopped while it ran). ``examples`` is a ``|``-separated list of
-    questions offered as buttons.
+    questions offered as buttons. ``client_tools`` registers the page's JavaScript functions that run the
+    assistant's client tools, ``|``-separated ``tool=function`` pairs (``"pick_color=pickColor|show_map=maps.show"``):
+    a function gets the call's arguments, and what it returns (or awaits) is the call's result.
 
     The page needs the user's session (the API uses it) and Django's CSRF protection as usual.
     """
@@ -32,6 +35,7 @@ def toolcalling_chat(
         assistant = assistants.get(assistant_id)()
     except NotRegistered as exc:
         raise ImproperlyConfigured(f"{{% toolcalling_chat {assistant_id!r} %}}: {exc}") from exc
+    functions = registered_functions(assistant, client_tools)
     request = context.get("request")
     user = getattr(request, "user", None)
     files = toolcalling_settings.ATTACHMENTS
@@ -51,7 +55,34 @@ def toolcalling_chat(
         "attachment_max_bytes": files["MAX_BYTES"],
         "attachment_max_files": files["MAX_PER_MESSAGE"],
         "attachment_accept": ",".join(files["TYPES"]),
+        "client_tools": functions,
+        "client_tools_id": f"toolcalling-chat-{assistant.id}-client-tools",
     }
+
+
+JS_PATH = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$")
+
+
+def registered_functions(assistant: Any, pairs: str) -> dict[str, str]:
+    """``{tool name: JavaScript function path}`` from the tag's ``client_tools``; a tool that is not one of the
+    assistant's ``client_tools``, or a function that is no plain (dotted) name, fails the page at once."""
+    declared = {t.name for t in assistant.client_tools}
+    found: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in pairs.split("|"))):
+        name, _sep, function = (part.strip() for part in pair.partition("="))
+        if name not in declared:
+            known = ", ".join(sorted(declared)) or "none"
+            raise ImproperlyConfigured(
+                f"{{% toolcalling_chat {assistant.id!r} client_tools=... %}}: {name!r} is not a client tool of the "
+                f"assistant (its client_tools: {known})."
+            )
+        if not JS_PATH.match(function):
+            raise ImproperlyConfigured(
+                f"{{% toolcalling_chat {assistant.id!r} client_tools=... %}}: write {name}=functionName, a "
+                f"JavaScript function's (dotted) name, not {function!r}."
+            )
+        found[name] = function
+    return found
 
 
 def chat_texts() -> dict[str, str]:

@@ -5,6 +5,7 @@ server's). It knows nothing of turns, storage or HTTP.
 Only what other packages of the app use is named here; the rest stays in the private modules."""
 
 from ._assistant import AssistantLike
+from ._client_tool import FRONTEND_TOOLS_KEY, ClientTool, client_result, frontend_tools
 from ._context import ToolContext
 from ._extras import check_extras, split_extras, with_extras
 from ._registry import assistants, tool, tool_label, tools
@@ -16,6 +17,10 @@ from ._tool import NAME_RE, ApprovalRule, Tool, arguments_object, result_to_text
 
 __all__ = [
     "AssistantLike",
+    "ClientTool",
+    "FRONTEND_TOOLS_KEY",
+    "client_result",
+    "frontend_tools",
     "NAME_RE",
     "SEARCH_TOOL_NAME",
     "ApprovalRule",

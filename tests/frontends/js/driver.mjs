@@ -6,6 +6,7 @@ import {
   AbstractChat,
   DefaultChatTransport,
   lastAssistantMessageIsCompleteWithApprovalResponses,
+  lastAssistantMessageIsCompleteWithToolCalls,
   validateUIMessages,
 } from "ai";
 
@@ -68,13 +69,17 @@ class NodeChat extends AbstractChat {
 
 let chat;
 let chunks = [];
+let toolCalls = []; // what the chat's onToolCall was called with, as "toolName:toolCallId"
 const errors = [];
 
 function state() {
   const taken = chunks;
   chunks = [];
   chat.transport.chunks = chunks;
+  const called = toolCalls;
+  toolCalls = [];
   return {
+    toolCalls: called,
     status: chat.status,
     error: chat.error ? chat.error.message : null,
     messages: chat.messages,
@@ -100,7 +105,16 @@ const commands = {
       messages,
       transport: new RecordingTransport({ api, headers }, chunks),
       onError: (error) => errors.push(error.message),
-      sendAutomaticallyWhen: auto ? lastAssistantMessageIsCompleteWithApprovalResponses : undefined,
+      // A page runs its client tools here; the driver records the calls (the test gives the output itself).
+      onToolCall: ({ toolCall }) => {
+        toolCalls.push(`${toolCall.toolName}:${toolCall.toolCallId}`);
+      },
+      // auto: "tools" sends once every tool part of the last step has its output (a client tool's, say).
+      sendAutomaticallyWhen: auto
+        ? auto === "tools"
+          ? lastAssistantMessageIsCompleteWithToolCalls
+          : lastAssistantMessageIsCompleteWithApprovalResponses
+        : undefined,
     });
     return { id: chat.id, messages: chat.messages };
   },
@@ -111,6 +125,14 @@ const commands = {
   async answer({ approvalId, approved, reason }) {
     await chat.addToolApprovalResponse({ id: approvalId, approved, reason });
     // Without sendAutomaticallyWhen the page sends the answers itself, as a button's handler would.
+    if (!chat.sendAutomaticallyWhen) await chat.sendMessage();
+    else await waitUntilSettled();
+    return state();
+  },
+  // A client tool's result (or its error), as a page's tool handler gives it.
+  async output({ tool, toolCallId, output, errorText }) {
+    const kind = errorText === undefined ? "output-available" : "output-error";
+    await chat.addToolOutput({ tool, toolCallId, state: kind, output, errorText });
     if (!chat.sendAutomaticallyWhen) await chat.sendMessage();
     else await waitUntilSettled();
     return state();

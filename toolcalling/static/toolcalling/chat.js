@@ -84,6 +84,10 @@
       this.offline = false; // the server could not be reached; a probe runs until it can
       this.stopRequested = false; // Stop was pressed; the turn ends at its next step
       this.sendLabel = this.els.send.textContent;
+      // Client tools the template tag registered: {tool name: the page's function that runs it}.
+      const registered = root.dataset.clientTools && document.getElementById(root.dataset.clientTools);
+      this.clientTools = registered ? JSON.parse(registered.textContent) : {};
+      this.runningHere = new Set(); // ids of the client calls this page runs (or ran): each once
       this.tray = root.querySelector(".tc-attach") ? new attach.Tray(this) : null;
       this.wire();
     }
@@ -513,6 +517,14 @@
 
     showWaiting(calls) {
       this.status = "awaiting_approval";
+      // A client tool's call is run here, by the function the page registered; only the others wait for someone.
+      for (const call of calls) if (call.approver === "client") this.runClientCall(call);
+      calls = calls.filter((call) => call.approver !== "client");
+      if (!calls.length) {
+        this.els.waiting.hidden = true;
+        this.setSending(this.sending);
+        return;
+      }
       const mine = calls.length > 0 && calls.every((call) => call.approver === "user");
       // Calls whose process stopped while they ran: nothing waits to run, someone says what happened.
       const unknown = calls.length > 0 && calls.every((call) => call.status === "outcome_unknown");
@@ -534,6 +546,36 @@
       );
       this.els.waiting.hidden = false;
       this.setSending(this.sending);
+    }
+
+    // A client tool's call: the registered function gets its arguments (read from the API: events never carry
+    // them); what it returns (or throws) is sent as the call's result (or error), and the turn goes on, its events
+    // on the conversation's stream. A result the tool's schema refuses is sent on as an error, for the model.
+    async runClientCall(call) {
+      if (this.runningHere.has(call.id)) return;
+      this.runningHere.add(call.id);
+      const base = `${this.root.dataset.toolCalls}${call.id}/`;
+      this.activity(this.t("using", { tool: callLabel(call) }));
+      let body;
+      try {
+        const stored = await this.json("GET", base);
+        const path = this.clientTools[call.name];
+        const run = path && path.split(".").reduce((found, key) => (found == null ? found : found[key]), window);
+        if (typeof run !== "function") throw new Error(`this page has no function for the tool ${call.name}`);
+        const result = await run(stored.arguments || {}, { id: call.id, name: call.name, label: callLabel(call) });
+        body = { result: result === undefined ? null : result };
+      } catch (error) {
+        body = { error: String((error && error.message) || error || "failed") };
+      }
+      try {
+        await this.json("POST", `${base}result/`, body);
+      } catch (error) {
+        if (error.status === 409) return; // answered elsewhere first (another tab): the stream tells how
+        if (error.status === 400 && "result" in body) {
+          await this.json("POST", `${base}result/`, { error: `the page's result was refused: ${error.message}` })
+            .catch((again) => this.fail(again));
+        } else this.fail(error);
+      }
     }
 
     setSending(value) {
