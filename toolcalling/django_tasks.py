@@ -28,7 +28,7 @@ def continue_conversation(conversation_id: str) -> bool:
 
 
 @task()
-def run_turn(conversation_id: str, content: str, token: str | None = None) -> None:
+def run_turn(conversation_id: str, content: str | None, token: str | None = None) -> None:
     """Run a turn whose user message was posted with ``"background": true`` (``token``: the web request's
     claim on the conversation); its events go to the conversation's event stream."""
     engine.run_claimed_turn(conversation_id, content, token)

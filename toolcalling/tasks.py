@@ -35,7 +35,7 @@ def continue_conversation(conversation_id: str) -> bool:
 
 
 @shared_task(name=engine.RUN_TURN, ignore_result=True)
-def run_turn(conversation_id: str, content: str, token: str | None = None) -> None:
+def run_turn(conversation_id: str, content: str | None, token: str | None = None) -> None:
     """Run a turn whose user message was posted with ``"background": true`` (``token``: the web request's
     claim on the conversation); its events go to the conversation's event stream."""
     engine.run_claimed_turn(conversation_id, content, token)

@@ -1,5 +1,7 @@
-"""A short chaos run (bench/chaos.py): a real deployment whose web processes and workers are killed at random while
-users talk to it. Any acknowledged message lost, side effect repeated, or conversation or call left stuck fails."""
+"""A short chaos run (bench/chaos.py): a real deployment whose web processes and workers are killed, one web process
+stopped as a deploy stops it, and Redis restarted empty, while users talk to it. Any acknowledged message lost, side
+effect repeated, conversation or call left stuck, or event stream that could not be resumed with Redis up (a Redis
+restarted empty takes the events it held with it) fails."""
 
 import json
 import os
@@ -19,18 +21,21 @@ def test_a_short_chaos_run_loses_nothing_repeats_nothing_and_leaves_nothing_stuc
     environment = {**os.environ, "TOOLCALLING_TEST_VAR": str(tmp_path)}
     environment.pop("DJANGO_SETTINGS_MODULE", None)
     run = subprocess.run(
-        [sys.executable, "bench/chaos.py", "--seconds", "25", "--users", "4", "--database", "sqlite",
-         "--kill-every", "1.5", "--drain", "60", "--seed", "39"],
+        [sys.executable, "bench/chaos.py", "--seconds", "40", "--users", "6", "--database", "sqlite", "--turns", "20",
+         "--web-kills", "1", "--worker-kills", "2", "--deploys", "1", "--redis-restarts", "1", "--kill-every", "1.5",
+         "--drain", "60", "--seed", "39"],
         cwd=services.ROOT, env=environment, capture_output=True, text=True, timeout=540,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads(run.stdout)
-    assert report["turns acknowledged"] > 20 and sum(report["kills"].values()) >= 3, report
+    assert report["turns acknowledged"] >= 20 and report["disruptions not done (the time ran out)"] == 0, report
+    assert report["event streams"]["followed"] > 0, report
     for count in (
         "acknowledged messages lost",
         "charges delivered twice (non-idempotent repeated)",
         "conversations still running",
         "conversations still waiting",
         "calls without an outcome",
+        "event streams not resumable, Redis up throughout",
     ):
         assert report[count] == 0, (count, report)

@@ -333,15 +333,18 @@ class Stepper:
 # The bodies of the tasks that run turns on a worker ---------------------------------------------------
 
 
-def run_claimed_turn(conversation_id: str, content: str, token: str | None = None) -> None:
+def run_claimed_turn(conversation_id: str, content: str | None, token: str | None = None) -> None:
     """Run a turn whose user message was posted with ``"background": true``; the web request claimed it and
-    passed its claim's ``token`` along (tasks queued before tokens existed use the conversation's)."""
+    passed its claim's ``token`` along (tasks queued before tokens existed use the conversation's). ``content``
+    is ``None``: the claim stored the message (tasks queued before that carry it, and store it here)."""
     conversation = Conversation.objects.select_related("user").filter(pk=conversation_id).first()
     if conversation is None or conversation.status != Conversation.Status.RUNNING:
         logger.warning("background turn of %s not run: the conversation is gone or not running", conversation_id)
         return
     claim = uuid.UUID(token) if token else conversation.turn_token
     turn = Turn(assistants.get(conversation.assistant_id)(), conversation, stream=True, token=claim)
+    if content is None and not turn.meter.limited:
+        turn.meter.add(turns=1)  # the claim stored the message; its turn is counted with the turn's end here
     try:
         turn.run(content, claimed=True)
     except TurnError as exc:

@@ -163,6 +163,7 @@ class Turn:
         if self.creating:
             self.ledger.call_ids = set()
         self.opening: Message | None = None  # the user's message, announced once the first write stored it
+        self.claimed_message: Message | None = None  # the user's message ``claim`` stored, which ``release`` takes back
         self.observers = Observers(self.view, listeners or [])
         self.tools: dict[str, Tool] = {t.name: t for t in assistant.get_tools(self.view.context)}
         if assistant.argument_extras is not None:
@@ -244,7 +245,9 @@ class Turn:
 
     # The claim ---------------------------------------------------------------------------------------
 
-    def claim(self, *, continuing: bool = False, content: str | None = None, direct_calls: int = 0) -> uuid.UUID:
+    def claim(
+        self, *, continuing: bool = False, content: str | None = None, direct_calls: int = 0, durable: bool = False
+    ) -> uuid.UUID:
         """Mark the conversation ``running`` and hold its claim; only one turn runs per conversation at a time.
 
         ``content``, the user's message, is stored in the same transaction as the claim. A new message is a
@@ -252,7 +255,8 @@ class Turn:
         there, so parallel messages never start more turns than a limit allows (``UsageLimitExceeded``, the
         claim undone). ``direct_calls``: the calls a client asked for directly (an MCP client): no message, so
         no turn, but tool calls that the ``tool_calls`` limits judge and count the same way (they spend no
-        tokens and no money). A transaction the database rolls back for a deadlock is tried again."""
+        tokens and no money). A transaction the database rolls back for a deadlock is tried again. ``durable``:
+        the commit waits for the disk (the caller acknowledges the message before any later write of the turn)."""
         self.continuing = continuing
         reserve = not continuing
         if reserve and direct_calls:
@@ -278,7 +282,8 @@ class Turn:
         def attempt() -> tuple[uuid.UUID, Message | None]:
             self.meter.pending = pending
             with transaction.atomic(using=self.ledger.db):
-                storage.relax_durability(self.ledger.db)  # the turn's first durable write (calls, end) takes it
+                if not durable:
+                    storage.relax_durability(self.ledger.db)  # the turn's first durable write (calls, end) takes it
                 token = self._claim(continuing, title)
                 opening = None
                 if content is not None:  # the claim just made is the fence of this write
@@ -296,17 +301,19 @@ class Turn:
             self.ledger.token = None
             raise
         if opening is not None:
+            self.claimed_message = opening
             self.record(opening)
         return token
 
     def release(self) -> bool:
         """Give back the claim ``claim()`` made for a turn that will not run (its task could not be queued):
-        the conversation is ``idle`` again and the turn the claim counted is taken back, so the counters still
-        equal the stored messages. False if the claim was lost meanwhile."""
+        the conversation is ``idle`` again, the message the claim stored is deleted and the turn the claim
+        counted is taken back, so the counters still equal the stored messages. False if the claim was lost
+        meanwhile."""
         counted = (
             Counts(turns=1) if self.turn_counted and self.meter.limited and not self.meter.pending.turns else Counts()
         )
-        return self.ledger.release(counted)
+        return self.ledger.release(counted, self.claimed_message)
 
     def _claim(self, continuing: bool, title: str | None = None) -> uuid.UUID:
         conv = self.conversation

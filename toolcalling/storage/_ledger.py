@@ -372,13 +372,15 @@ class Ledger:
             return close_open_calls(self.conversation, reason, started=started, waiting=waiting)
 
     @retried
-    def release(self, counted: Counts) -> bool:
+    def release(self, counted: Counts, message: Message | None = None) -> bool:
         """Give back the claim of a turn that never ran (its task could not be queued): the conversation is
-        ``idle`` again and ``counted`` (what its claim counted) is taken back from the counters, together.
-        False if the claim is gone."""
+        ``idle`` again, ``message`` (the one its claim stored) deleted and ``counted`` (what its claim counted)
+        taken back from the counters, together. False if the claim is gone."""
         with transaction.atomic(using=self.db):
             if not self._held().update(status=Conversation.Status.IDLE, turn_token=None, updated_at=timezone.now()):
                 return False
+            if message is not None:
+                Message.objects.using(self.db).filter(pk=message.pk).delete()
             if self.meter is not None and counted:
                 self.meter.count(Counts() - counted, timezone.now())  # every amount, the cost too
         self.conversation.status, self.conversation.turn_token, self.ended = Conversation.Status.IDLE, None, "idle"

@@ -72,9 +72,16 @@ def stream_turn(
     ``renderer``: the app's own SSE unless a frontend protocol's is given)."""
     conversation_id = turn.conversation.pk
     store = streaming.get_store()
-    turn.claim()
     # Never raises: with the store unreachable the turn streams from this process (its in-process fallback).
+    # Before the claim, whose ``message`` event is the stream's first.
     backend, after = store.for_stream(str(conversation_id))
+    try:
+        # The message is stored with the claim, on disk before the 200: the process that runs the turn may die
+        # before it would have stored it.
+        turn.claim(content=content, durable=True)
+    except BaseException:
+        store.release(str(conversation_id))
+        raise
     done = threading.Event()
     language = translation.get_language()  # the request's: the turn's thread or task starts with none of its own
     asgi = is_asgi(request)
@@ -93,7 +100,7 @@ def stream_turn(
         error: BaseException | None = None
         try:
             with translation.override(language):
-                turn.run(content, claimed=True)
+                turn.run(None, claimed=True)  # the claim stored the message
         except Exception as exc:
             error = exc
         finally:
@@ -104,7 +111,7 @@ def stream_turn(
         error: BaseException | None = None
         try:
             with translation.override(language):
-                await drive(turn, content, claimed=True)
+                await drive(turn, None, claimed=True)  # the claim stored the message
         except Exception as exc:
             error = exc
         finally:
@@ -130,11 +137,14 @@ def queue_turn(turn: Turn, content: str) -> int:
         after = streaming.last_seq(conversation.pk)
     except EventsUnavailable:  # the turn runs all the same; its events are lost, the history has them
         after = 0
-    token = turn.claim()
+    # The message is stored with the claim, on disk before the 202: the job may be lost (Redis restarted empty,
+    # its worker killed) or come after the sweep took the quiet turn over, which then answers the message.
+    token = turn.claim(content=content, durable=True)
     try:
-        enqueue(RUN_TURN, str(conversation.pk), content, str(token))
+        enqueue(RUN_TURN, str(conversation.pk), None, str(token))
     except TaskQueueUnavailable:
-        turn.release()  # never started: the conversation is idle again, and the turn its claim counted undone
+        # Never started: the conversation is idle again, its message gone, and the turn its claim counted undone.
+        turn.release()
         conversation.refresh_from_db(fields=["status", "error"])
         raise TaskQueueUnavailable(_("The turn could not be queued; try again."), status=conversation.status)
     return after
