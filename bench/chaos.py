@@ -275,7 +275,7 @@ def run(options: Any) -> dict[str, Any]:  # noqa: C901, PLR0915 - one run, read 
         from tests.celery_app import app as celery_app
         from toolcalling import ToolContext, approval
         from toolcalling.models import Conversation, Message, ToolCall
-        from toolcalling.streaming import EventStore
+        from toolcalling.streaming._store import EventStore
 
         call_command("migrate", verbosity=0)
         users = [f"chaos{n}" for n in range(options.users)]
