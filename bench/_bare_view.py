@@ -1,7 +1,8 @@
 """The baseline of ``bench/asgi_load.py``: a bare Django async view that streams one model answer and stores nothing.
 
 ``POST /bench/bare/turn/`` with ``{"content": "..."}`` and ``Accept: text/event-stream``: the view authenticates
-the user as the app's API does (the session first, else HTTP Basic credentials, which the bench client sends),
+the user as the app's API does (the session first, else HTTP Basic credentials, which the bench client sends,
+then gives its database connection back),
 makes the streamed Chat Completions request the app's ``helper`` assistant makes for a conversation's first
 turn — its instructions as the system message, the user's text, the tools this user is offered, through the async
 openai SDK to the same model server — and streams each text delta back as an SSE ``delta`` event, then a
@@ -24,6 +25,7 @@ from typing import Any
 import openai
 from asgiref.sync import sync_to_async
 from django.contrib.auth import aauthenticate
+from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -61,6 +63,10 @@ async def _basic_user(request: HttpRequest) -> Any:
     return user if user is not None and user.is_active else None
 
 
+def _close_connection() -> None:
+    connection.close()  # looked up in the thread that runs it, where the request's connection is
+
+
 def _sse(event: str, data: dict[str, Any]) -> str:
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
 
@@ -77,6 +83,9 @@ async def bare_turn(request: HttpRequest) -> HttpResponse:
     content = json.loads(request.body)["content"]
     if _request is None:
         _request = await sync_to_async(_model_request)(user)
+    # The database is done with: give the request's connection back (to the pool under uvicorn) rather than hold
+    # it while the model answers, as the app's turn does; held, 100 streams a worker wait for a pool of 40.
+    await sync_to_async(_close_connection)()
     if _client is None:
         s = toolcalling_settings
         _client = openai.AsyncOpenAI(api_key=s.API_KEY, base_url=s.BASE_URL, timeout=s.TIMEOUT,
