@@ -1,15 +1,14 @@
 """The baseline of ``bench/asgi_load.py``: a bare Django async view that streams one model answer and stores nothing.
 
 ``POST /bench/bare/turn/`` with ``{"content": "..."}`` and ``Accept: text/event-stream``: the view authenticates
-the user as the app's API does (the session first, else HTTP Basic credentials, which the bench client sends,
-then gives its database connection back),
-makes the streamed Chat Completions request the app's ``helper`` assistant makes for a conversation's first
-turn — its instructions as the system message, the user's text, the tools this user is offered, through the async
-openai SDK to the same model server — and streams each text delta back as an SSE ``delta`` event, then a
-``turn_end`` saying ``idle``. Nothing is read or written but the user. What the request holds (model, system
-message, tools) is worked out once per process, for the first user who asks: the bench's users all hold the same
-permissions. ``bench/asgi_load.py`` checks that the model server gets the same request from both sides
-(``bench._model.PROBE``) before it measures.
+the user as the app's API does (the session first, else HTTP Basic credentials, which the bench client sends), gives
+its database connection back, makes the streamed Chat Completions request the app's ``helper`` assistant makes for
+a conversation's first turn — its instructions as the system message, the user's text, the tools this user is
+offered, through the async openai SDK to the same model server — and streams each text delta back as an SSE
+``delta`` event, then a ``turn_end`` saying ``idle``. Nothing is read or written but the user. What the request
+holds (model, system message, tools) is worked out once per process, for the first user who asks: the bench's
+users all hold the same permissions. ``bench/asgi_load.py`` checks that the model server gets the same request
+from both sides (``bench._model.PROBE``) before it measures.
 
 Served by ``bench._bare_settings``: the test site's settings and URLs plus this view's.
 """

@@ -1,21 +1,33 @@
-"""Many users streaming turns at once under uvicorn and under gunicorn's threaded workers, against the ideal.
+"""Many users streaming turns at once under uvicorn and under gunicorn's threaded workers, against a bare Django
+async view and against the ideal.
 
-Run: ``.venv/bin/python bench/asgi_load.py [--users 200] [--turns 2] [--latency 2] [--requests 1]
-[--threads 32 200] [--sync] [--database sqlite]``.
+Run: ``.venv/bin/python bench/asgi_load.py [--users 200] [--turns 2] [--latency 2] [--requests 1] [--rounds 2]
+[--lone 3] [--threads 32 200] [--sync] [--no-bare] [--database sqlite]``.
 
 Each server serves the test site with ``--workers`` processes (default 2) on a private PostgreSQL cluster (or
 SQLite); the bench model answers each request after ``--latency`` seconds, ``--requests`` requests per turn (1: a
 plain answer at once; 3: two calls of ``add``, then the answer). The load: ``--users`` users, each with a new
 conversation of their own made beforehand, start together and each does ``--turns`` streamed turns one after another
 (``POST .../messages/`` with ``Accept: text/event-stream``, read to ``turn_end``, which must say ``idle``). One
-asyncio client in this process sends them all; the servers and the model run in processes of their own. The
-baseline, measured on the same server just before: one user alone (``--lone`` rounds of ``--turns`` turns), whose
-median turn is the lone turn. Ideal throughput: every user always busy with a turn as fast as the lone one (users /
-lone turn). Printed per server: turns/s and its ratio to the ideal, p50 and p99 turn latency, p99 against the lone
-turn, the turns that failed, and the CPU per turn of the server's processes, PostgreSQL's, the client's and the
-model's: the ideal takes ``ideal * (web + db + client + model ms) / 1000`` cores, so 2 cores at 200 users and a
-2-second model leave about 20 ms a turn in all. The test settings switch the turn throttle off (``toolcalling_turn``
-rate ``None``), so one site takes every user's turns.
+asyncio client in this process sends them all; the servers and the model run in processes of their own.
+
+The baseline under uvicorn is a bare Django async view (``bench/_bare_view.py``, served beside the test site's URLs
+by ``bench._bare_settings``): it authenticates the user as the app's API does, makes the same streamed model
+request through the async openai SDK (the system message, the user's text, the assistant's tools), streams the
+deltas back and stores nothing. Before measuring, a probe message through both (``bench._model.PROBE``) checks
+that the model server gets the same request from each; the run stops if not. Then ``--rounds`` loads of each side
+with the same users, turns and latency, interleaved on the same server (app, bare, bare, app, ...): the app's row
+gives its turns/s over all its rounds against the bare view's (``of bare``; in brackets the lowest and highest
+ratio of a round to the bare round next to it). The bare view sends a conversation's first request every turn,
+so from a user's second turn on the app's request is longer by the history.
+
+The ideal, when ``--lone`` is not 0: one user alone (``--lone`` rounds of ``--turns`` turns) on the same server
+just before; ideal throughput is every user always busy with a turn as fast as the lone one (users / lone turn).
+Printed per server and side: turns/s and its ratios, p50 and p99 turn latency, the turns that failed, the 1-minute
+load average before each round (the machine may be shared), and the CPU per turn of the server's processes,
+PostgreSQL's, the client's and the model's: the ideal takes ``ideal * (web + db + client + model ms) / 1000``
+cores, so 2 cores at 200 users and a 2-second model leave about 20 ms a turn in all. The test settings switch the
+turn throttle off (``toolcalling_turn`` rate ``None``), so one site takes every user's turns.
 """
 
 from __future__ import annotations
