@@ -47,6 +47,9 @@ ADD_ANTHROPIC = {"name": "add", "description": ADD["function"]["description"],
                  "input_schema": ADD["function"]["parameters"]}  # fmt: skip
 QUESTION = "Add 2+3 and 4+5."
 ANSWER = "5 and 9."
+# A user message the model answers with the request it was sent (its JSON, keys sorted), so a benchmark can check
+# that two sides ask the model the same thing (bench/asgi_load.py: the app and the bare view).
+PROBE = "Show me the request."
 
 
 class BenchModel:
@@ -66,8 +69,11 @@ class BenchModel:
             time.sleep(self.latency)
         if self.long_answer is not None:
             return Reply(content=self.long_answer)
+        messages = chat_messages(body)
+        if messages and messages[-1].get("content") == PROBE:
+            return Reply(content=json.dumps(body, sort_keys=True))
         answered = 0
-        for message in reversed(chat_messages(body)):  # either API's request
+        for message in reversed(messages):  # either API's request
             if message["role"] == "user":
                 break
             answered += message["role"] == "tool"

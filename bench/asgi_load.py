@@ -1,21 +1,33 @@
-"""Many users streaming turns at once under uvicorn and under gunicorn's threaded workers, against the ideal.
+"""Many users streaming turns at once under uvicorn and under gunicorn's threaded workers, against a bare Django
+async view and against the ideal.
 
-Run: ``.venv/bin/python bench/asgi_load.py [--users 200] [--turns 2] [--latency 2] [--requests 1]
-[--threads 32 200] [--sync] [--database sqlite]``.
+Run: ``.venv/bin/python bench/asgi_load.py [--users 200] [--turns 2] [--latency 2] [--requests 1] [--rounds 2]
+[--lone 3] [--threads 32 200] [--sync] [--no-bare] [--database sqlite]``.
 
 Each server serves the test site with ``--workers`` processes (default 2) on a private PostgreSQL cluster (or
 SQLite); the bench model answers each request after ``--latency`` seconds, ``--requests`` requests per turn (1: a
 plain answer at once; 3: two calls of ``add``, then the answer). The load: ``--users`` users, each with a new
 conversation of their own made beforehand, start together and each does ``--turns`` streamed turns one after another
 (``POST .../messages/`` with ``Accept: text/event-stream``, read to ``turn_end``, which must say ``idle``). One
-asyncio client in this process sends them all; the servers and the model run in processes of their own. The
-baseline, measured on the same server just before: one user alone (``--lone`` rounds of ``--turns`` turns), whose
-median turn is the lone turn. Ideal throughput: every user always busy with a turn as fast as the lone one (users /
-lone turn). Printed per server: turns/s and its ratio to the ideal, p50 and p99 turn latency, p99 against the lone
-turn, the turns that failed, and the CPU per turn of the server's processes, PostgreSQL's, the client's and the
-model's: the ideal takes ``ideal * (web + db + client + model ms) / 1000`` cores, so 2 cores at 200 users and a
-2-second model leave about 20 ms a turn in all. The test settings switch the turn throttle off (``toolcalling_turn``
-rate ``None``), so one site takes every user's turns.
+asyncio client in this process sends them all; the servers and the model run in processes of their own.
+
+The baseline under uvicorn is a bare Django async view (``bench/_bare_view.py``, served beside the test site's URLs
+by ``bench._bare_settings``): it authenticates the user as the app's API does, makes the same streamed model
+request through the async openai SDK (the system message, the user's text, the assistant's tools), streams the
+deltas back and stores nothing. Before measuring, a probe message through both (``bench._model.PROBE``) checks
+that the model server gets the same request from each; the run stops if not. Then ``--rounds`` loads of each side
+with the same users, turns and latency, interleaved on the same server (app, bare, bare, app, ...): the app's row
+gives its turns/s over all its rounds against the bare view's (``of bare``; in brackets the lowest and highest
+ratio of a round to the bare round next to it). The bare view sends a conversation's first request every turn,
+so from a user's second turn on the app's request is longer by the history.
+
+The ideal, when ``--lone`` is not 0: one user alone (``--lone`` rounds of ``--turns`` turns) on the same server
+just before; ideal throughput is every user always busy with a turn as fast as the lone one (users / lone turn).
+Printed per server and side: turns/s and its ratios, p50 and p99 turn latency, the turns that failed, the 1-minute
+load average before each round (the machine may be shared), and the CPU per turn of the server's processes,
+PostgreSQL's, the client's and the model's: the ideal takes ``ideal * (web + db + client + model ms) / 1000``
+cores, so 2 cores at 200 users and a 2-second model leave about 20 ms a turn in all. The test settings switch the
+turn throttle off (``toolcalling_turn`` rate ``None``), so one site takes every user's turns.
 """
 
 from __future__ import annotations
@@ -34,15 +46,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 VAR = Path(os.environ.setdefault("TOOLCALLING_TEST_VAR", tempfile.mkdtemp(prefix="toolcalling-bench-")))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+# The test site's settings with the bare view's URL added (bench/_bare_view.py); the servers inherit them.
+os.environ["DJANGO_SETTINGS_MODULE"] = "bench._bare_settings"
 
 import httpx2  # noqa: E402
 
-from bench._model import QUESTION, model_server  # noqa: E402
+from bench._model import PROBE, QUESTION, model_server  # noqa: E402
 from bench._postgres import postgres, server_pid  # noqa: E402
 from bench._site import AUTH, SSE, cpu_seconds, site  # noqa: E402
 
 WARM_USERS = 8  # turns at once before the baseline, so every worker process has served some
+BARE = "/bench/bare/turn/"  # the bare async view's URL (bench/_bare_urls.py)
 
 
 @dataclass
@@ -64,11 +78,17 @@ class Server:
     name: str
     server: str
     threads: int = 1
+    bare: bool = False  # the bare view measured too, interleaved with the app (async: under uvicorn only)
+
+
+def turn_url(base: str, conversation_id: str) -> str:
+    """The app's messages URL of the conversation, or the bare view's for the conversation ``""``."""
+    return f"{base}/api/toolcalling/conversations/{conversation_id}/messages/" if conversation_id else base + BARE
 
 
 async def streamed_turn(client: httpx2.AsyncClient, base: str, username: str, conversation_id: str) -> str | None:
     """One streamed turn read to its ``turn_end``: ``None`` when it ended ``idle``, else what went wrong."""
-    url = f"{base}/api/toolcalling/conversations/{conversation_id}/messages/"
+    url = turn_url(base, conversation_id)
     auth = (username, AUTH[1])
     event, error = "", ""
     try:
@@ -117,35 +137,107 @@ def conversations(usernames: list[str]) -> list[tuple[str, str]]:
     return [(name, str(c.pk)) for name, c in zip(usernames, made, strict=True)]
 
 
-def measure(server: Server, base_url: str, options: argparse.Namespace, usernames: list[str]) -> dict[str, object]:
+async def probed(base: str, conversation_id: str) -> str:
+    """The text a streamed turn of ``PROBE`` got back: the request the model server received, as JSON."""
+    pieces, event = [], ""
+    async with httpx2.AsyncClient(timeout=60) as client:
+        url = turn_url(base, conversation_id)
+        async with client.stream("POST", url, json={"content": PROBE}, headers=SSE, auth=AUTH) as response:
+            response.raise_for_status()
+            async for line in response.aiter_lines():
+                if line.startswith("event: "):
+                    event = line.removeprefix("event: ")
+                elif line.startswith("data: ") and event == "delta":
+                    pieces.append(json.loads(line.removeprefix("data: "))["content"])
+    return "".join(pieces)
+
+
+def same_model_request(base: str) -> None:
+    """Stop unless the model server gets the same request from the app's turn and from the bare view's."""
+    ((_, conversation_id),) = conversations([AUTH[0]])
+    app, bare = (json.loads(asyncio.run(probed(base, c))) for c in (conversation_id, ""))
+    if app != bare:
+        differ = sorted(k for k in app.keys() | bare.keys() if app.get(k) != bare.get(k))
+        sys.exit(f"the app and the bare view ask the model differently, in {differ}:\n{app}\n{bare}")
+
+
+def measure(
+    server: Server, base_url: str, options: argparse.Namespace, usernames: list[str]
+) -> list[dict[str, object]]:
+    """The server's rows: the app's turns, and the bare view's measured in rounds interleaved with them."""
     database = server_pid(VAR) if options.database == "postgresql" else None
+    sides = ["app", "bare"] if server.bare else ["app"]
+    rounds: dict[str, list[Round]] = {side: [] for side in sides}
     with site(base_url, server.server, workers=options.workers, threads=server.threads) as served:
-        warm = conversations(usernames[:WARM_USERS])
-        asyncio.run(load(served.base, warm, 1))
+        if server.bare:
+            same_model_request(served.base)
+        for side in sides:
+            asyncio.run(load(served.base, side_users(side, usernames[:WARM_USERS]), 1))
         lone = Turns()
         for _ in range(options.lone):
             _, alone = asyncio.run(load(served.base, conversations([AUTH[0]]), options.turns))
             lone.seconds += alone.seconds
             lone.errors += alone.errors
-        users = conversations(usernames)
-        loadavg = os.getloadavg()[0]
-        before = cpu_use(served.pid, database)
-        elapsed, turns = asyncio.run(load(served.base, users, options.turns))
-        cpu = {part: (seconds - before[part]) * 1000 / (options.users * options.turns)  # ms per turn
-               for part, seconds in cpu_use(served.pid, database).items()}  # fmt: skip
-    lone_turn = statistics.median(lone.seconds)
-    ideal = len(users) / lone_turn  # turns/s with every user always in a turn as fast as the lone one
-    throughput = len(turns.seconds) / elapsed
-    p99 = statistics.quantiles(turns.seconds, n=100)[98] if len(turns.seconds) > 1 else max(turns.seconds, default=0)
-    for error in sorted(set(turns.errors + lone.errors))[:5]:
+        for n in range(options.rounds):
+            for side in sides if n % 2 == 0 else sides[::-1]:  # app, bare, bare, app, ...: drift hits both
+                users = side_users(side, usernames)
+                loadavg = os.getloadavg()[0]
+                before = cpu_use(served.pid, database)
+                elapsed, turns = asyncio.run(load(served.base, users, options.turns))
+                cpu = {part: seconds - before[part] for part, seconds in cpu_use(served.pid, database).items()}
+                rounds[side].append(Round(loadavg, elapsed, turns, cpu))
+    errors = {e for side in sides for r in rounds[side] for e in r.turns.errors} | set(lone.errors)
+    for error in sorted(errors)[:5]:
         print(f"{server.name}: {error}", file=sys.stderr)
-    return {
-        "server": server.name, "load": f"{loadavg:.2f}", "lone s": f"{lone_turn:.2f}",
-        "turns/s": f"{throughput:.1f}", "ideal": f"{ideal:.1f}", "ratio": f"{throughput / ideal:.2f}",
-        "p50 s": f"{statistics.median(turns.seconds) if turns.seconds else 0:.2f}", "p99 s": f"{p99:.2f}",
-        "p99 / lone": f"{p99 / lone_turn:.2f}", "errors": f"{len(turns.errors)} of {options.users * options.turns}",
-        **{f"{part} ms": f"{ms:.0f}" for part, ms in cpu.items()},
+    lone_turn = statistics.median(lone.seconds) if lone.seconds else None
+    return [row(server.name, side, rounds[side], rounds.get("bare") if side == "app" else None, lone_turn, options)
+            for side in sides]  # fmt: skip
+
+
+def side_users(side: str, usernames: list[str]) -> list[tuple[str, str]]:
+    """(name, conversation) of each user: a new conversation of the app's each, or none for the bare view."""
+    return conversations(usernames) if side == "app" else [(name, "") for name in usernames]
+
+
+@dataclass
+class Round:
+    """One load of every user's turns on one side: the load average before it, its seconds, its turns, and the
+    CPU seconds each part used during it."""
+
+    loadavg: float
+    elapsed: float
+    turns: Turns
+    cpu: dict[str, float]
+
+    @property
+    def throughput(self) -> float:
+        return len(self.turns.seconds) / self.elapsed
+
+
+def row(name: str, side: str, rounds: list[Round], bare: list[Round] | None, lone_turn: float | None,
+        options: argparse.Namespace) -> dict[str, object]:  # fmt: skip
+    """One side's row: its turns/s over all its rounds, against the bare view's (each round's ratio to the bare
+    round next to it in brackets) and against the ideal when there is a lone turn."""
+    seconds = [s for r in rounds for s in r.turns.seconds]
+    elapsed = sum(r.elapsed for r in rounds)
+    throughput = len(seconds) / elapsed
+    total = options.users * options.turns * len(rounds)
+    p99 = statistics.quantiles(seconds, n=100)[98] if len(seconds) > 1 else max(seconds, default=0)
+    loads = [r.loadavg for r in rounds]
+    result: dict[str, object] = {"server": name, "side": side, "load": f"{min(loads):.2f}–{max(loads):.2f}",
+                                 "turns/s": f"{throughput:.2f}"}  # fmt: skip
+    if bare:
+        bare_throughput = sum(len(r.turns.seconds) for r in bare) / sum(r.elapsed for r in bare)
+        each = [r.throughput / b.throughput for r, b in zip(rounds, bare, strict=True)]
+        result["of bare"] = f"{throughput / bare_throughput:.2f} ({min(each):.2f}–{max(each):.2f})"
+    if lone_turn:
+        result["of ideal"] = f"{throughput / (options.users / lone_turn):.2f}"
+    result |= {
+        "p50 s": f"{statistics.median(seconds) if seconds else 0:.2f}", "p99 s": f"{p99:.2f}",
+        "errors": f"{total - len(seconds)} of {total}",
+        **{f"{part} ms": f"{sum(r.cpu[part] for r in rounds) * 1000 / total:.1f}" for part in rounds[0].cpu},
     }  # fmt: skip
+    return result
 
 
 def cpu_use(site: int, database: int | None) -> dict[str, float]:
@@ -159,7 +251,7 @@ def cpu_use(site: int, database: int | None) -> dict[str, float]:
 
 
 def servers(options: argparse.Namespace) -> list[Server]:
-    chosen = [Server(f"uvicorn --workers {options.workers}", "uvicorn")]
+    chosen = [Server(f"uvicorn --workers {options.workers}", "uvicorn", bare=not options.no_bare)]
     chosen += [Server(f"gunicorn gthread --threads {t}", "gunicorn", t) for t in options.threads]
     if options.sync:
         chosen.append(Server("gunicorn sync", "gunicorn"))
@@ -167,9 +259,9 @@ def servers(options: argparse.Namespace) -> list[Server]:
 
 
 def table(rows: list[dict[str, object]]) -> str:
-    columns = list(rows[0])
+    columns = list(dict.fromkeys(c for row in rows for c in row))
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in rows]
+    lines += ["| " + " | ".join(str(row.get(c, "—")) for c in columns) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -182,7 +274,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="server processes")
     parser.add_argument("--threads", type=int, nargs="*", default=[32], help="gunicorn gthread runs, threads each")
     parser.add_argument("--sync", action="store_true", help="also gunicorn's sync workers (one turn at a time)")
-    parser.add_argument("--lone", type=int, default=3, help="rounds of the lone user, the baseline")
+    parser.add_argument("--lone", type=int, default=3, help="rounds of the lone user, the ideal's baseline (0: none)")
+    parser.add_argument("--rounds", type=int, default=2, help="loads per side, the app's and the bare view's in turn")
+    parser.add_argument("--no-bare", action="store_true", help="the app alone, without the bare view's rounds")
     parser.add_argument("--database", choices=("postgresql", "sqlite"), default="postgresql")
     # A thread per streamed turn holds a connection; so does every gunicorn thread (persistent connections).
     parser.add_argument("--max-connections", type=int, default=1000, help="PostgreSQL's max_connections")
@@ -201,10 +295,12 @@ def main() -> None:
         for username in [AUTH[0], *usernames]:
             get_user_model().objects.create_user(username, password=AUTH[1])
         base_url = stack.enter_context(model_server(options.latency, requests=options.requests))
-        rows = [measure(server, base_url, options, usernames) for server in servers(options)]
+        rows = [r for server in servers(options) for r in measure(server, base_url, options, usernames)]
     print(f"{options.users} users x {options.turns} streamed turns, {options.requests} model request(s) of "
           f"{options.latency:g} s per turn, {options.workers} worker processes, {options.database}, "
-          f"{os.cpu_count()} CPUs (load: 1-minute average before the load)")  # fmt: skip
+          f"{options.rounds} round(s) a side, {os.cpu_count()} CPUs (load: 1-minute averages before each round; "
+          f"CPU: ms a turn)")  # fmt: skip
+    print("$ " + " ".join(sys.argv))
     print(table(rows))
 
 

@@ -1,0 +1,12 @@
+"""The test site's settings, its URLs plus the bare view of ``bench/asgi_load.py`` (``bench/_bare_view.py``)."""
+
+from tests.settings import *  # noqa: F403
+
+ROOT_URLCONF = "bench._bare_urls"
+# A 500 of either side prints its traceback on the server's stderr (the bench reads only the status).
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"django.request": {"handlers": ["console"], "level": "ERROR"}},
+}
