@@ -37,7 +37,7 @@ def result_url(call: ToolCall) -> str:
 
 def test_a_client_tool_is_offered_to_the_model_beside_the_server_tools(waiting, model):
     assert model.tools(0) == ["bump", "move_points", "pick_color"]
-    offered = next(t for t in model.requests[0]["tools"] if t["function"]["name"] == "pick_color")["function"]
+    offered = model.tool_definitions(0)["pick_color"]
     assert offered["description"] == "Ask the user to pick a colour on the page."
     assert offered["parameters"]["required"] == ["prompt"]
 

@@ -62,7 +62,7 @@ def test_a_tool_the_frontend_sends_is_offered_when_the_assistant_accepts_them(li
     model.call("change_background", {"color": "teal"})
     events = run(live_server.url, run_input(picker.pk, "Paint it teal", tools=[CLIENT_TOOL]))
 
-    offered = {t["function"]["name"]: t["function"] for t in model.requests[0]["tools"]}
+    offered = model.tool_definitions(0)
     assert offered["change_background"]["description"] == "Paint the page."
     call = ToolCall.objects.get(conversation=picker)
     assert (call.name, call.status, call.approver) == ("change_background", "awaiting_approval", "client")
@@ -74,7 +74,7 @@ def test_a_tool_the_frontend_sends_is_offered_when_the_assistant_accepts_them(li
     call.refresh_from_db()
     assert (call.status, call.result) == ("succeeded", "painted")
     # The continuation asked the model with the frontend's tool still offered.
-    assert "change_background" in [t["function"]["name"] for t in model.requests[-1]["tools"]]
+    assert "change_background" in model.tools(-1)
     assert types(events)[-1] == EventType.RUN_FINISHED
     model.assert_done()
 
@@ -84,9 +84,8 @@ def test_a_frontend_tool_never_shadows_a_server_tool(live_server, model, picker)
     shadow = {"name": "bump", "description": "A harmless bump in the page.", "parameters": {"type": "object"}}
     run(live_server.url, run_input(picker.pk, "Bump", tools=[shadow, CLIENT_TOOL]))
 
-    offered = [t["function"] for t in model.requests[0]["tools"]]
-    assert [t["name"] for t in offered].count("bump") == 1
-    assert next(t for t in offered if t["name"] == "bump")["description"].startswith("Add to a named counter")
+    assert model.tools(0).count("bump") == 1
+    assert model.tool_definitions(0)["bump"]["description"].startswith("Add to a named counter")
     model.assert_done()
 
 
@@ -129,3 +128,18 @@ def test_a_result_against_the_schema_another_users_and_a_second_one_are_refused(
     assert call.result == '{"color":"teal"}'  # the second result is not taken, nor the model asked again
     assert types(again) == [EventType.RUN_STARTED, EventType.RUN_FINISHED]
     model.assert_done()
+
+
+def test_a_frontend_tool_no_stream_or_database_can_carry_is_refused_before_anything_runs(live_server, picker):
+    """A lone surrogate is valid JSON but no UTF-8 stream or database carries it: the run is a 400 on ``input``,
+    not a 500, and nothing is stored (found by tests/integrity/test_every_body.py)."""
+    tool = {"name": "paint", "description": "Paint \ud800 the page.", "parameters": {"type": "object"}}
+    body = run_input(picker.pk, "Paint it", tools=[tool])
+    with httpx2.Client(auth=("alice", "pw"), timeout=30) as client:
+        # json.dumps escapes it (``"\\ud800"``), as a JavaScript client's JSON.stringify does.
+        response = client.post(f"{live_server.url}/api/toolcalling/ag-ui/", content=json.dumps(body),
+                               headers={"Content-Type": "application/json"})  # fmt: skip
+    assert response.status_code == 400, response.text
+    assert "tools" in response.json()["input"][0]
+    picker.refresh_from_db()
+    assert not picker.messages.exists() and picker.state == {}

@@ -48,9 +48,27 @@ def read_input(data: Any) -> Any:
     # Sent back in the run's events: an id no stream can carry (a lone surrogate) is refused before anything runs.
     problems = [f"{key}: {problem}" for key, value in (("threadId", run.thread_id), ("runId", run.run_id))
                 if (problem := approval.text_problem(value))]  # fmt: skip
+    # The frontend's tools are stored with the conversation and offered to the model: the same holds for them.
+    for n, tool in enumerate(run.tools or ()):
+        found = next((p for text in _strings(tool.model_dump(mode="python")) if (p := approval.text_problem(text))), "")
+        if found:
+            problems.append(f"tools.{n}: {found}")
     if problems:
         raise ValidationError({"input": problems})
     return run
+
+
+def _strings(value: Any) -> Iterable[str]:
+    """Every string in a JSON-like value, its keys too."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
 
 
 def answers(run: Any) -> list[Answer]:
