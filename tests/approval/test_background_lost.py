@@ -11,6 +11,7 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
+from rest_framework.test import APIClient
 
 from toolcalling import approval, engine
 from toolcalling.conf import toolcalling_settings
@@ -84,11 +85,14 @@ def relaxed_message_writes(queries):
 
 
 @pytest.mark.django_db(transaction=True)  # real transactions: their BEGIN and COMMIT are what is counted
-def test_a_message_acknowledged_before_its_turn_ran_is_on_disk_first(api, ops, model):
+def test_a_message_acknowledged_before_its_turn_ran_is_on_disk_first(alice, ops, model):
     """A background turn's 202 and a streamed turn's 200 come before any later write of the turn: were the
     claim's commit to skip the wait, a crash of PostgreSQL just after it would lose an acknowledged message.
     A JSON turn's claim may skip it: its answer comes after the turn's end, which waits (other databases send
-    nothing)."""
+    nothing). The requests run in this thread (Django's test client, not the ASGI one of the approval group),
+    whose connection's statements are what is counted."""
+    api = APIClient()
+    api.force_authenticate(alice)
     postgresql = connection.vendor == "postgresql"
     with CaptureQueriesContext(connection) as queries:
         post_in_background(api, ops, "later").delete()
