@@ -115,8 +115,8 @@ def assistant_items(message: dict[str, Any], model: str | None = None) -> list[d
     issued to a model other than ``model``), its text and calls go out as new items, without ids. ``paired``
     then keeps only what the API accepts."""
     stored = message.get(PROVIDER_ITEMS_KEY) or ()
-    issued_to = next((item.get("model") for item in stored if item.get("type") == ISSUED_TO), None)
-    if model is not None and issued_to is not None and issued_to != model:
+    last = stored[-1] if stored else None  # where the reply put it
+    if model is not None and last is not None and last.get("type") == ISSUED_TO and last.get("model") != model:
         stored = ()
     calls: dict[str, dict[str, Any]] = {}
     for call in message.get("tool_calls") or ():
