@@ -117,8 +117,9 @@ MARIADB_PASS = TOOLCALLING_TEST_DATABASE=mariadb TOOLCALLING_TEST_API=anthropic
 # depend on the database (packaging, the docs build, schemathesis: marked once) runs in the full pass only. The
 # passes start and stop the services they need themselves (redis-server, Celery workers, Chromium, and a private
 # PostgreSQL cluster or MariaDB server), each with its own ports and files, so the three run at once: much of a
-# pass waits (for a browser, a worker, a server's latency), and on two cores the three at once took 22 minutes
-# against 34 one after the other. Each pass's output is printed whole when it ends (GNU make's --output-sync);
+# pass waits (for a browser, a worker, a server's latency). On two cores `make test` took 27 minutes with the three
+# at once (the full pass 26 of them), against 42.5 on CI one after the other. Each pass's output is printed whole
+# when it ends (GNU make's --output-sync);
 # `make test-sqlite`, `test-postgresql` or `test-mariadb` runs one pass alone.
 test: $(TEST_NEEDS)
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-sqlite test-postgresql test-mariadb
