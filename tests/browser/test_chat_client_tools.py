@@ -46,6 +46,8 @@ def test_a_result_the_schema_refuses_or_a_function_that_throws_is_told_to_the_mo
     )
 
     page.evaluate("() => { window.picker.pick = async () => { throw new Error('no colour wheel here'); }; }")
+    # The first turn's answer shows before its end is stored: the page sends again once the turn is over.
+    expect(page.get_by_role("button", name="Send")).to_be_enabled(timeout=15_000)
     ask(page, "Try again")
     expect(messages.locator(".tc-assistant").last).to_contain_text("The picker broke.", timeout=15_000)
     second = ToolCall.objects.get(arguments={"prompt": "Again?"})
