@@ -19,7 +19,14 @@ from tests import services
 @pytest.mark.timeout(600)
 def test_a_short_chaos_run_loses_nothing_repeats_nothing_and_leaves_nothing_stuck(tmp_path):
     environment = {**os.environ, "TOOLCALLING_TEST_VAR": str(tmp_path)}
-    environment.pop("DJANGO_SETTINGS_MODULE", None)
+    # Its deployment is SQLite's whatever the pass's: the pass's database server is not the deployment's.
+    for name in (
+        "DJANGO_SETTINGS_MODULE",
+        "TOOLCALLING_TEST_DATABASE",
+        "TOOLCALLING_TEST_API",
+        "TOOLCALLING_TEST_SERVER",
+    ):
+        environment.pop(name, None)
     run = subprocess.run(
         [sys.executable, "bench/chaos.py", "--seconds", "40", "--users", "6", "--database", "sqlite", "--turns", "20",
          "--web-kills", "1", "--worker-kills", "2", "--deploys", "1", "--redis-restarts", "1", "--kill-every", "1.5",
