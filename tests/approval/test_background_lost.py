@@ -13,6 +13,7 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 from rest_framework.test import APIClient
 
+from tests.approval.commits import relaxed_writes
 from toolcalling import approval, engine
 from toolcalling.conf import toolcalling_settings
 from toolcalling.models import Conversation, Message, UsageCounter
@@ -70,20 +71,6 @@ def test_a_background_job_run_later_answers_the_stored_message_once_and_counts_i
     model.assert_done()
 
 
-def relaxed_message_writes(queries):
-    """Per transaction that stores a message: whether its commit may skip the wait for the disk."""
-    writes, relaxed = [], False
-    for query in queries.captured_queries:
-        sql = query["sql"]
-        if sql.startswith("BEGIN"):
-            relaxed = False
-        elif sql.startswith("SET LOCAL synchronous_commit"):
-            relaxed = True
-        elif sql.startswith("INSERT") and "toolcalling_message" in sql.split(" (")[0]:
-            writes.append(relaxed)
-    return writes
-
-
 @pytest.mark.django_db(transaction=True)  # real transactions: their BEGIN and COMMIT are what is counted
 def test_a_message_acknowledged_before_its_turn_ran_is_on_disk_first(alice, ops, model):
     """A background turn's 202 and a streamed turn's 200 come before any later write of the turn: were the
@@ -96,7 +83,7 @@ def test_a_message_acknowledged_before_its_turn_ran_is_on_disk_first(alice, ops,
     postgresql = connection.vendor == "postgresql"
     with CaptureQueriesContext(connection) as queries:
         post_in_background(api, ops, "later").delete()
-    assert relaxed_message_writes(queries) == [False]
+    assert relaxed_writes(queries, "INSERT", "toolcalling_message") == [False]
     Conversation.objects.filter(pk=ops["id"]).update(status="idle", turn_token=None)
 
     url = f"/api/toolcalling/conversations/{ops['id']}/messages/"
@@ -105,10 +92,12 @@ def test_a_message_acknowledged_before_its_turn_ran_is_on_disk_first(alice, ops,
         streamed = api.post(url, {"content": "stream it"}, format="json", HTTP_ACCEPT="text/event-stream")
     assert streamed.status_code == 200
     assert b"turn_end" in b"".join(streamed.streaming_content)
-    assert relaxed_message_writes(queries)[:1] == [False]  # the claim's, in the request (the turn's in its thread)
+    assert relaxed_writes(queries, "INSERT", "toolcalling_message")[:1] == [
+        False
+    ]  # the claim's, in the request (the turn's in its thread)
 
     model.reply("Answered.")
     with CaptureQueriesContext(connection) as queries:
         assert api.post(url, {"content": "answer it"}, format="json").status_code == 201
-    assert relaxed_message_writes(queries)[:1] == [postgresql]
+    assert relaxed_writes(queries, "INSERT", "toolcalling_message")[:1] == [postgresql]
     model.assert_done()

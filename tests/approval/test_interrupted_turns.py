@@ -13,6 +13,7 @@ from django.db.models.signals import post_save
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from tests.approval.commits import relaxed_writes
 from tests.approval.test_decisions import assert_history_valid, tool_message
 from tests.approval.test_idempotency import delivered_keys
 from tests.approvalapp.models import Counter
@@ -169,16 +170,7 @@ def test_a_result_is_on_disk_before_the_next_call_of_its_answer_runs(model, alic
     model.reply("Charged twice.")
     with CaptureQueriesContext(connection) as queries:
         assistant.run(alice, "two charges")
-    results = []  # per transaction that stores a result: whether it relaxed its commit
-    relaxed = False
-    for query in queries.captured_queries:
-        sql = query["sql"]
-        if sql.startswith("BEGIN"):
-            relaxed = False
-        elif sql.startswith("SET LOCAL synchronous_commit"):
-            relaxed = True
-        elif sql.startswith("UPDATE") and "toolcalling_toolcall" in sql.split(" SET ")[0]:
-            results.append(relaxed)
+    results = relaxed_writes(queries, "UPDATE", "toolcalling_toolcall")  # per stored result: whether its commit relaxed
     assert results == ([False, True] if connection.vendor == "postgresql" else [False, False])
     assert sum(delivered_keys("charge").values()) == 2
 
