@@ -7,8 +7,10 @@ server already checked them when they came back; what is checked here is that ev
 
 from typing import Any
 
+from toolcalling.model_apis import AssistantMessage, HistoryMessage, SystemMessage
+from toolcalling.model_apis._chat_completions import to_chat
 from toolcalling.models import Conversation
-from toolcalling.storage import load_messages, to_openai
+from toolcalling.storage import as_history, load_messages
 from toolcalling.testing import validate_chat_request, validate_messages_request, validate_responses_request
 from toolcalling.testing.rules_anthropic import IssuedThinking
 from toolcalling.testing.rules_responses import Issued
@@ -19,31 +21,29 @@ def history_problems(conversation_id: Any) -> list[str]:
     """The errors the conversation's model API would report for its stored history (empty: it is accepted)."""
     conversation = Conversation.objects.get(pk=conversation_id)
     assistant = assistants.get(conversation.assistant_id)()
-    messages = [{"role": "system", "content": "x"}, *to_openai(load_messages(conversation))]
+    messages = [SystemMessage("x"), *as_history(load_messages(conversation))]
     api = assistant.get_api()
     if api == "responses":
         return _responses_problems(assistant.get_model(), messages)
     if api == "anthropic":
         return _anthropic_problems(assistant, messages)
-    from toolcalling.model_apis._base import without_side_keys
-
-    return validate_chat_request({"model": "m", "messages": without_side_keys(messages)})
+    return validate_chat_request({"model": "m", "messages": to_chat(messages)})
 
 
-def _responses_problems(model: str, messages: list[dict[str, Any]]) -> list[str]:
+def _responses_problems(model: str, messages: list[HistoryMessage]) -> list[str]:
     from toolcalling.model_apis._responses import to_input
 
     instructions, items = to_input(messages)
     issued = Issued()
     for message in messages:  # what the server issued is what the answers stored
-        if message["role"] == "assistant":
-            issued.record(message.get("provider_items") or [])
+        if isinstance(message, AssistantMessage):
+            issued.record(message.provider_items)
     body = {"model": model, "instructions": instructions, "input": items, "store": False,
             "include": ["reasoning.encrypted_content"]}  # fmt: skip
     return validate_responses_request(body, issued)
 
 
-def _anthropic_problems(assistant: Any, messages: list[dict[str, Any]]) -> list[str]:
+def _anthropic_problems(assistant: Any, messages: list[HistoryMessage]) -> list[str]:
     from toolcalling.model_apis._anthropic import to_messages
 
     system, turns = to_messages(messages)

@@ -96,13 +96,12 @@ def test_a_tool_reads_the_conversations_files_through_ctx_attachments(api, model
 
 
 def test_memory_budgets_count_an_estimate_not_the_base64(api, model, conversation):
+    from toolcalling.model_apis import FilePart, ImagePart, UserMessage
     from toolcalling.storage import size
 
     big = files.PDF + b"%" * (500 * 1024)
-    part = {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64," +
-                                     base64.b64encode(big).decode()}}  # fmt: skip
-    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 4_000_000}}
-    item = {"role": "user", "content": [{"type": "text", "text": "hi"}, part, image]}
-    estimated = size(item)
+    part = FilePart("data:application/pdf;base64," + base64.b64encode(big).decode(), "a.pdf")
+    image = ImagePart("data:image/png;base64," + "A" * 4_000_000)
+    estimated = size(UserMessage("hi", [part, image]))
     # 11 pages of a PDF (one per 50 KB) and one image at 1,600 tokens each, and a few for the text.
     assert 12 * 1600 <= estimated < 12 * 1600 + 50

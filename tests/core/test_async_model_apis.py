@@ -17,7 +17,7 @@ from toolcalling.engine import conversation_for, drive
 from toolcalling.engine._turn import Turn
 from toolcalling.exceptions import ModelError
 from toolcalling.hooks import ModelRequest
-from toolcalling.model_apis import ModelAPI, get_model_api, load_model_api
+from toolcalling.model_apis import ModelAPI, SystemMessage, UserMessage, get_model_api, load_model_api
 from toolcalling.models import Conversation, Message, ToolCall
 from toolcalling.testing import Reply
 from toolcalling.testing import ToolCall as ScriptedCall
@@ -45,7 +45,7 @@ USAGE = ScriptedUsage(prompt_tokens=21, completion_tokens=9, cached_tokens=0)
 
 
 def ask() -> ModelRequest:
-    messages = [{"role": "system", "content": "You add numbers."}, {"role": "user", "content": "What is 2 + 3?"}]
+    messages = [SystemMessage("You add numbers."), UserMessage("What is 2 + 3?")]
     return ModelRequest(model=toolcalling_settings.MODEL, messages=messages, tools=[ADD])
 
 

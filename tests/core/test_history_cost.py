@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from toolcalling import Assistant, storage
 from toolcalling.engine import _memory as memory
+from toolcalling.model_apis import AssistantMessage, HistoryMessage, ToolMessage, UserMessage
 from toolcalling.models import Conversation, Message, ToolCall
 
 URL = "/api/toolcalling/conversations/{}/messages/"
@@ -98,9 +99,9 @@ item_roles = st.lists(st.sampled_from(["user", "assistant", "tool"]), max_size=3
 storable_text = st.text(st.characters(exclude_characters="\x00", exclude_categories=["Cs"]), max_size=30)
 
 
-def naive_trim(items: list[dict], max_messages: int | None, max_tokens: int | None) -> list[dict]:
+def naive_trim(items: list[HistoryMessage], max_messages: int | None, max_tokens: int | None) -> list[dict]:
     """The budget's definition, quadratic: the first turn start from which everything fits, else the last turn."""
-    starts = [i for i, item in enumerate(items) if item["role"] == "user"] or [0]
+    starts = [i for i, item in enumerate(items) if isinstance(item, UserMessage)] or [0]
     for start in [0, *starts[1:]]:
         kept = items[start:]
         fits = max_messages is None or len(kept) <= max_messages
@@ -117,7 +118,8 @@ def naive_trim(items: list[dict], max_messages: int | None, max_tokens: int | No
     max_tokens=st.none() | st.integers(1, 200),
 )
 def test_trimming_in_one_pass_keeps_what_the_budget_defines(roles, texts, max_messages, max_tokens):
-    items = [{"role": role, "content": text} for role, text in zip(roles, texts, strict=False)]
+    kinds = {"user": UserMessage, "assistant": AssistantMessage, "tool": lambda text: ToolMessage("call_1", text)}
+    items = [kinds[role](text) for role, text in zip(roles, texts, strict=False)]
     history = memory.History(items[: len(items) // 2])
     history.trimmed(max_messages, max_tokens)  # sizes worked out for a part, then the rest added
     history.extend(items[len(items) // 2 :])

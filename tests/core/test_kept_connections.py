@@ -5,7 +5,7 @@ loses its connection instead of delaying the answer."""
 import pytest
 
 from toolcalling.hooks import ModelRequest
-from toolcalling.model_apis import get_model_api
+from toolcalling.model_apis import UserMessage, get_model_api
 from toolcalling.testing import OpenAICompatibleServer, Reply
 from toolcalling.testutils import override_toolcalling
 
@@ -16,7 +16,7 @@ from ..stalled_stream import FIRST_EVENTS, StalledStream
 def ask() -> ModelRequest:
     from toolcalling.conf import toolcalling_settings
 
-    return ModelRequest(model=toolcalling_settings.MODEL, messages=[{"role": "user", "content": "Hello?"}], tools=[])
+    return ModelRequest(model=toolcalling_settings.MODEL, messages=[UserMessage("Hello?")], tools=[])
 
 
 async def asked_in_turn(times: int) -> list[str | None]:

@@ -9,7 +9,7 @@ import pytest
 
 from toolcalling.conf import toolcalling_settings
 from toolcalling.hooks import ModelRequest
-from toolcalling.model_apis import get_model_api
+from toolcalling.model_apis import HistoryMessage, UserMessage, get_model_api
 from toolcalling.models import Conversation, Message, UsageCounter
 from toolcalling.testing import Reply, SentUsage
 from toolcalling.testutils import override_toolcalling
@@ -48,7 +48,7 @@ MALFORMED = {
 
 
 def ask() -> ModelRequest:
-    messages = [{"role": "user", "content": "Say hello."}]
+    messages: list[HistoryMessage] = [UserMessage("Say hello.")]
     return ModelRequest(model=toolcalling_settings.MODEL, messages=messages, tools=[])
 
 

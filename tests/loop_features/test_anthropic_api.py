@@ -12,7 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from toolcalling import Assistant
 from toolcalling.exceptions import ModelError
 from toolcalling.hooks import ModelRequest
-from toolcalling.model_apis import Responses, get_model_api, reasoning_items
+from toolcalling.model_apis import Responses, UserMessage, get_model_api, reasoning_items
 from toolcalling.models import Message
 from toolcalling.testutils import override_toolcalling
 from toolcalling.toolkit._tool import make_tool
@@ -176,7 +176,7 @@ def test_a_stream_that_never_stops_is_a_model_error_after_its_text_went_out(mode
     model.raw("".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events),
               content_type="text/event-stream")  # fmt: skip
     deltas: list[str] = []
-    request = ModelRequest(model="claude-sonnet-4-5", messages=[{"role": "user", "content": "hi"}], tools=[])
+    request = ModelRequest(model="claude-sonnet-4-5", messages=[UserMessage("hi")], tools=[])
     with pytest.raises(ModelError, match="the stream ended before the message stopped"):
         get_model_api().send(request, on_delta=deltas.append)
     assert deltas == ["Hal"]

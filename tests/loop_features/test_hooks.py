@@ -57,7 +57,7 @@ def test_hooks_run_in_a_defined_order_settings_first_and_after_steps_reversed(st
 
 class Rewrite(Hook):
     def before_model_call(self, turn, request):
-        request.messages[0]["content"] += " Be brief."
+        request.messages[0].text += " Be brief."
         request.tools = [t for t in request.tools if t["function"]["name"] == "add"]
         request.options["temperature"] = 0
 

@@ -4,7 +4,14 @@ each with the public report it was taken from). What the server issued is the an
 
 from typing import Any
 
-from toolcalling.model_apis import PROVIDER_ITEMS_KEY
+from toolcalling.model_apis import (
+    AssistantMessage,
+    HistoryMessage,
+    RequestedCall,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
 from toolcalling.model_apis._responses import to_input
 from toolcalling.testing import validate_responses_request
 from toolcalling.testing.rules_responses import Issued
@@ -18,32 +25,29 @@ MSG = {"type": "message", "id": "msg_1", "role": "assistant", "status": "complet
        "content": [{"type": "output_text", "text": "Let me add.", "annotations": [], "logprobs": []}]}  # fmt: skip
 
 
-def call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+def call(call_id: str, name: str, arguments: str) -> RequestedCall:
+    return RequestedCall(id=call_id, name=name, arguments=arguments)
 
 
-def answer(items: list[dict[str, Any]], content: str | None, *calls: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": content, PROVIDER_ITEMS_KEY: items}
-    if calls:
-        message["tool_calls"] = list(calls)
-    return message
+def answer(items: list[dict[str, Any]], content: str | None, *calls: RequestedCall) -> AssistantMessage:
+    return AssistantMessage(content or "", list(calls), items)
 
 
-def result(call_id: str, text: str = "3") -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call_id, "content": text}
+def result(call_id: str, text: str = "3") -> ToolMessage:
+    return ToolMessage(call_id, text)
 
 
-def problems(messages: list[dict[str, Any]], issued_output: list[dict[str, Any]]) -> list[str]:
+def problems(messages: list[HistoryMessage], issued_output: list[dict[str, Any]]) -> list[str]:
     """What the strict server refuses in the request ``messages`` make, having issued ``issued_output``."""
     issued = Issued()
     issued.record(issued_output)
-    instructions, items = to_input([{"role": "system", "content": "x"}, *messages])
+    instructions, items = to_input([SystemMessage("x"), *messages])
     body = {"model": "gpt-5-mini", "instructions": instructions, "input": items, "store": False,
             "include": ["reasoning.encrypted_content"]}  # fmt: skip
     return validate_responses_request(body, issued)
 
 
-ASK = {"role": "user", "content": "1 + 2, and who am I?"}
+ASK = UserMessage("1 + 2, and who am I?")
 
 
 def test_an_answer_goes_back_with_the_ids_it_was_issued_with():

@@ -3,13 +3,14 @@ under generated names, shown to the model as content parts and to tools as ``ctx
 
 from ._files import AttachedFile, conversation_files, may_read
 from ._linking import attach, carried, sendable
-from ._parts import is_file_part, part_tokens, request_files, with_parts
+from ._parts import IMAGE_TOKENS, data_url, document_tokens, request_files, stub_text
 from ._quota import store_unsent
 from ._sniffing import sniff
 from ._storing import AttachmentUploadHandler, attachment_settings, attachment_storage, check, store, too_large_text
 from ._sweeping import sweep_unattached
 
 __all__ = [
+    "IMAGE_TOKENS",
     "AttachedFile",
     "AttachmentUploadHandler",
     "attach",
@@ -18,15 +19,15 @@ __all__ = [
     "attachment_storage",
     "check",
     "conversation_files",
-    "is_file_part",
+    "data_url",
+    "document_tokens",
     "may_read",
-    "part_tokens",
     "request_files",
     "sendable",
     "sniff",
     "store",
     "store_unsent",
+    "stub_text",
     "sweep_unattached",
     "too_large_text",
-    "with_parts",
 ]

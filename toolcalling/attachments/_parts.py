@@ -1,5 +1,5 @@
-"""Attachments as the model sees them: Chat Completions content parts with the bytes as base64 data URLs
-(each model API turns them into its own parts), and an estimate of the tokens each costs for memory budgets.
+"""Attachments as the model sees them: the bytes as base64 data URLs (storage makes them a user message's
+parts, each model API its own), and what a file is taken to cost in tokens for memory budgets.
 
 A site's storage is private, so the provider gets the bytes, not a URL it could not fetch. What one request
 carries is bounded (``request_files``): the newest files that fit ``MAX_PER_REQUEST`` and
@@ -8,7 +8,7 @@ carries is bounded (``request_files``): the newest files that fit ``MAX_PER_REQU
 from __future__ import annotations
 
 import base64
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._files import AttachedFile
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 IMAGE_TOKENS = 1600
 PDF_PAGE_TOKENS = 1600
 PDF_BYTES_PER_PAGE = 50 * 1024
-FILE_PARTS = ("image_url", "file")
 # Bytes read from storage at a time: a multiple of 3, so each chunk's base64 follows the last one's unpadded.
 CHUNK_BYTES = 3 * 256 * 1024
 
@@ -50,22 +49,12 @@ def data_url(file: AttachedFile) -> str:
     return encoded.decode("ascii")
 
 
-def file_part(attachment: Attachment | AttachedFile) -> dict[str, Any]:
-    """One attachment as a Chat Completions content part: ``image_url`` for an image, ``file`` for a PDF."""
-    file = attachment if isinstance(attachment, AttachedFile) else AttachedFile.of(attachment)
-    url = data_url(file)
-    if file.content_type.startswith("image/"):
-        return {"type": "image_url", "image_url": {"url": url}}
-    return {"type": "file", "file": {"filename": file.name, "file_data": url}}
-
-
-def stub_part(attachment: Attachment) -> dict[str, Any]:
-    """What stands for a file a request does not carry: a text part naming it (every API takes text parts)."""
-    text = (
+def stub_text(attachment: Attachment) -> str:
+    """What stands for a file a request does not carry: text naming it (every API takes text)."""
+    return (
         f"[File {attachment.name} ({attachment.content_type}, {human_size(attachment.size)}) was attached here; "
         "it is not sent again in this request.]"
     )
-    return {"type": "text", "text": text}
 
 
 def request_files(attachments: Sequence[Attachment]) -> set[Any]:
@@ -85,27 +74,7 @@ def request_files(attachments: Sequence[Attachment]) -> set[Any]:
     return sent
 
 
-def with_parts(
-    text: str, attachments: Iterable[Attachment], *, sent: Container[Any] | None = None
-) -> str | list[dict[str, Any]]:
-    """A user message's content: its text alone, or its text and its attachments as parts; with ``sent`` (of
-    ``request_files``) a file not in it is a stub, and its file is not read."""
-    parts = [file_part(a) if sent is None or a.pk in sent else stub_part(a) for a in attachments]
-    if not parts:
-        return text
-    return [{"type": "text", "text": text}, *parts] if text else parts
-
-
-def part_tokens(part: Any) -> int:
-    """The estimated tokens of a file part (0 for any other part)."""
-    if not isinstance(part, dict) or part.get("type") not in FILE_PARTS:
-        return 0
-    if part["type"] == "image_url":
-        return IMAGE_TOKENS
-    encoded = (part.get("file") or {}).get("file_data") or ""
-    size = len(encoded) * 3 // 4  # base64 holds 3 bytes in 4 characters
+def document_tokens(encoded_size: int) -> int:
+    """The estimated tokens of a PDF whose base64 is ``encoded_size`` characters long: a page per 50 KB."""
+    size = encoded_size * 3 // 4  # base64 holds 3 bytes in 4 characters
     return PDF_PAGE_TOKENS * max(1, -(-size // PDF_BYTES_PER_PAGE))
-
-
-def is_file_part(part: Any) -> bool:
-    return isinstance(part, dict) and part.get("type") in FILE_PARTS

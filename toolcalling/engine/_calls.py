@@ -20,6 +20,7 @@ from .. import storage
 from ..conf import toolcalling_settings
 from ..exceptions import InvalidArguments, ToolCallLimitExceeded, ToolExecutionError
 from ..hooks import Hook, TurnView
+from ..model_apis import HistoryMessage
 from ..models import Message, ToolCall
 from ..toolkit import Tool, assistants, result_to_text, split_extras, storable_json
 from ._observers import Observers
@@ -57,13 +58,14 @@ class Limits:
         self.per_tool: Counter[str] = Counter()
         self.total = 0
 
-    def count_current_turn(self, history: list[dict[str, Any]]) -> None:
+    def count_current_turn(self, history: list[HistoryMessage]) -> None:
         """Count the calls the turn made before it waited for approval: those since the last user message."""
         for item in reversed(history):
-            if item["role"] == "user":
+            if item.role == "user":
                 break
-            for call in item.get("tool_calls", ()):
-                self.take(call["function"]["name"])
+            if item.role == "assistant":
+                for call in item.calls:
+                    self.take(call.name)
 
     def take(self, name: str) -> str | None:
         """Count one call; the limit it goes over, described for the model, or ``None``."""

@@ -8,8 +8,9 @@ that can fit is read, page by page from the newest message back, so a turn costs
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..model_apis import HistoryMessage
 from ..storage import estimate_tokens, history_items, size
 
 if TYPE_CHECKING:
@@ -21,14 +22,14 @@ FINAL = "final"
 POLICIES = (FULL, FINAL)
 PAGE = 100  # messages read at a time when only the tail is needed
 
-Item = dict[str, Any]
+Item = HistoryMessage
 
 
 def split_turns(items: list[Item]) -> list[list[Item]]:
     """Cut the history at each user message; anything before the first user message joins the first turn."""
     turns: list[list[Item]] = []
     for item in items:
-        if item["role"] == "user" or not turns:
+        if item.role == "user" or not turns:
             turns.append([item])
         else:
             turns[-1].append(item)
@@ -37,13 +38,13 @@ def split_turns(items: list[Item]) -> list[list[Item]]:
 
 def final_only(turn: list[Item]) -> list[Item]:
     """A past turn as the user's message and the last plain answer (no tool calls, no tool results)."""
-    kept = [m for m in turn if m["role"] == "user"]
-    answers = [m for m in turn if m["role"] == "assistant" and m.get("content") and not m.get("tool_calls")]
+    kept: list[Item] = [m for m in turn if m.role == "user"]
+    answers = [m for m in turn if m.role == "assistant" and m.text and not m.calls]
     return kept + answers[-1:]
 
 
 class History:
-    """The Chat Completions messages a turn sends; trimmed to a budget in one pass over turn boundaries, with
+    """The messages a turn sends; trimmed to a budget in one pass over turn boundaries, with
     each message's estimated size worked out once (and only when a token budget asks for it)."""
 
     def __init__(self, items: list[Item] | None = None) -> None:
@@ -67,7 +68,7 @@ class History:
         if max_messages is None and max_tokens is None:
             return items
         sizes = self.sizes() if max_tokens is not None else []
-        starts = [i for i, item in enumerate(items) if item["role"] == "user"] or [0]
+        starts = [i for i, item in enumerate(items) if item.role == "user"] or [0]
         total, prefix, position = sum(sizes), 0, 0
         for start in [0, *starts[1:]]:
             prefix += sum(sizes[position:start])
@@ -116,7 +117,7 @@ def _budgeted_tail(
         if exhausted:
             turns, partial = split_turns(items), []
         else:
-            first_user = next((i for i, item in enumerate(items) if item["role"] == "user"), len(items))
+            first_user = next((i for i, item in enumerate(items) if item.role == "user"), len(items))
             turns, partial = split_turns(items[first_user:]), items[:first_user]
         for turn in reversed(turns):
             turn = _policy(policy, turn, is_current=not kept)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from ..exceptions import ImproperlyDefined
-from ..model_apis import PROVIDER_ITEMS_KEY
+from ..model_apis import AssistantMessage, HistoryMessage, UserMessage
 from ..toolkit import describe_validation_error
 
 if TYPE_CHECKING:
@@ -113,9 +113,9 @@ class OutputCheck:
         self.retries_used += 1
         return Verdict(problem=problem, retry=True)
 
-    def correction(self, reply: ModelReply, problem: str) -> list[dict[str, Any]]:
+    def correction(self, reply: ModelReply, problem: str) -> list[HistoryMessage]:
         """The rejected answer and the request to fix it, as messages for the next request only."""
         return [
-            {"role": "assistant", "content": reply.content or "", PROVIDER_ITEMS_KEY: reply.provider_items},
-            {"role": "user", "content": self.spec.correction(problem)},
+            AssistantMessage(reply.content or "", provider_items=reply.provider_items),
+            UserMessage(self.spec.correction(problem)),
         ]

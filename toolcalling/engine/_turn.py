@@ -44,7 +44,7 @@ from ..exceptions import (
     TurnNotStored,
 )
 from ..hooks import EndTurn, Hook, ModelRequest, TurnView
-from ..model_apis import DeltaCallback, ModelAPI, ModelReply, get_model_api
+from ..model_apis import DeltaCallback, ModelAPI, ModelReply, SystemMessage, get_model_api
 from ..models import Attachment, Conversation, Message, ToolCall
 from ..toolkit import SEARCH_TOOL_NAME, Tool, ToolSearch, check_extras, search_enabled, with_extras
 from ..usage import Counts, Meter, Pricing
@@ -274,7 +274,7 @@ class Turn:
             # Nobody can know the conversation before it is stored, nor need refusing: the first write stores it
             # (a message with files is stored here: its uploads are given to it in the same transaction).
             token, self.opening = self.ledger.claim_later(content, title or "")
-            self.history.extend(storage.to_openai([self.opening]))
+            self.history.extend(storage.as_history([self.opening]))
             return token
         conv, pending = self.conversation, self.meter.pending
         before = conv.status, conv.error, conv.turn_token
@@ -385,7 +385,8 @@ class Turn:
             here = router.db_for_read(Message, instance=self.conversation) == self.ledger.db
             if whole and self.assistant.history_max_tokens is None and here:
                 items = self.history.items
-                self.ledger.call_ids = {call["id"] for item in items for call in item.get("tool_calls", ())}
+                self.ledger.call_ids = {call.id for item in items if item.role == "assistant"
+                                        for call in item.calls}  # fmt: skip
         self.limits.count_current_turn(self.history.items)
 
     def get_reply(self) -> Generator[Any, Any, Replied | None]:
@@ -580,7 +581,7 @@ class Turn:
         budget = self.assistant.history_max_messages, self.assistant.history_max_tokens
         return ModelRequest(
             model=self.assistant.get_model(),
-            messages=[{"role": "system", "content": instructions}, *self.history.trimmed(*budget)],
+            messages=[SystemMessage(instructions), *self.history.trimmed(*budget)],
             tools=self.offered_tools(),
             options=options,
         )
@@ -601,7 +602,7 @@ class Turn:
         """A message this turn stored: it joins the history sent next, and everyone hears of it."""
         self.announce_opening()
         if self.history_read:
-            self.history.extend(storage.to_openai([message]))
+            self.history.extend(storage.as_history([message]))
         self.observers.message_added(message)
 
     def announce_opening(self) -> None:

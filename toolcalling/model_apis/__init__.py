@@ -14,19 +14,28 @@ from django.utils.module_loading import import_string
 
 from ..conf import MODEL_APIS, toolcalling_settings
 from ._base import (
-    IS_ERROR_KEY,
-    PROVIDER_ITEMS_KEY,
     DeltaCallback,
     Features,
     ModelAPI,
     ModelReply,
-    ModelRequest,
-    RequestedCall,
     StreamCallbacks,
     Usage,
     reasoning_items,
 )
 from ._chat_completions import ChatCompletions
+from ._messages import (
+    AssistantMessage,
+    FilePart,
+    HistoryMessage,
+    ImagePart,
+    ModelRequest,
+    Part,
+    RequestedCall,
+    SystemMessage,
+    TextPart,
+    ToolMessage,
+    UserMessage,
+)
 from ._responses import Responses, needs_responses
 
 if TYPE_CHECKING:
@@ -39,18 +48,25 @@ if TYPE_CHECKING:
 IMPLEMENTATIONS = MODEL_APIS
 
 __all__ = [
-    "IS_ERROR_KEY",
-    "PROVIDER_ITEMS_KEY",
+    "AssistantMessage",
     "ChatCompletions",
     "DeltaCallback",
-    "StreamCallbacks",
     "Features",
+    "FilePart",
+    "HistoryMessage",
+    "ImagePart",
     "ModelAPI",
     "ModelReply",
     "ModelRequest",
+    "Part",
     "RequestedCall",
     "Responses",
+    "StreamCallbacks",
+    "SystemMessage",
+    "TextPart",
+    "ToolMessage",
     "Usage",
+    "UserMessage",
     "get_model_api",
     "load_model_api",
     "needs_responses",

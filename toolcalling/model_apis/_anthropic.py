@@ -1,8 +1,8 @@
 """Anthropic's native Messages API, through the official ``anthropic`` SDK (the ``[anthropic]`` extra).
 
-The request is built from the turn's Chat Completions-shaped messages: the leading system message becomes
-``system``, tool calls ``tool_use`` blocks and tool messages ``tool_result`` blocks of the next user message
-(in order, ``is_error`` for a failed call). An answer's content blocks are stored in their order
+The request is built from the turn's history (``_messages``): the leading system message becomes ``system``,
+an answer's calls ``tool_use`` blocks and results ``tool_result`` blocks of the next user message (in order,
+``is_error`` for a failed call). An answer's content blocks are stored in their order
 (``ModelReply.provider_items``) and sent back in that order, thinking blocks unchanged where they came: with
 interleaved thinking a block may follow text, and the API refuses a latest assistant message whose thinking
 blocks moved ("cannot be modified"). ``cache_control`` marks the stable prefix (the last tool, the system
@@ -18,7 +18,17 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from ..conf import toolcalling_settings
-from ._base import IS_ERROR_KEY, PROVIDER_ITEMS_KEY, DeltaCallback, ModelReply, ModelRequest, missing_sdk
+from ._base import DeltaCallback, ModelReply, missing_sdk
+from ._messages import (
+    AssistantMessage,
+    FilePart,
+    HistoryMessage,
+    ImagePart,
+    ModelRequest,
+    TextPart,
+    ToolMessage,
+    UserMessage,
+)
 
 try:
     import anthropic
@@ -29,7 +39,7 @@ except ModuleNotFoundError as exc:  # the SDK is the optional extra: the API say
 
 from . import _anthropic_clients as clients
 from . import _anthropic_reading as reading
-from ._converting import content_text, function_of, image_url, no_parameters
+from ._converting import function_of, no_parameters
 from ._posting import PostedModelAPI
 
 PATH = "/v1/messages"
@@ -96,8 +106,8 @@ def request_body(request: ModelRequest) -> dict[str, Any]:
 # Building requests --------------------------------------------------------------------------------------
 
 
-def to_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    """Chat Completions messages as the ``system`` text and Messages API messages.
+def to_messages(messages: list[HistoryMessage]) -> tuple[str, list[dict[str, Any]]]:
+    """The history as the ``system`` text and Messages API messages.
 
     Leading system messages make ``system``; a later one (a memory summary, say) is user text, since the API
     has no system role among messages. Messages of one role in a row join into one (tool results and the user's
@@ -106,21 +116,21 @@ def to_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any
     system: list[str] = []
     out: list[dict[str, Any]] = []
     for message in messages:
-        role = message.get("role")
-        if role in ("system", "developer") and not out:
-            text = content_text(message.get("content"))
-            if text:
-                system.append(text)
+        if message.role == "system" and not out:
+            if message.text:
+                system.append(message.text)
             continue
-        if role == "assistant":
+        if message.role == "assistant":
             blocks = assistant_blocks(message)
-        elif role == "tool":
+        elif message.role == "tool":
             blocks = [tool_result(message)]
+        elif message.role == "user":
+            blocks = user_blocks(message)
         else:
-            blocks = user_blocks(message.get("content"))
+            blocks = [{"type": "text", "text": message.text}] if message.text else []
         if not blocks:
             continue  # the API refuses empty content; nothing of the history is lost by leaving it out
-        speaker = "assistant" if role == "assistant" else "user"
+        speaker = "assistant" if message.role == "assistant" else "user"
         if out and out[-1]["role"] == speaker:
             out[-1]["content"].extend(blocks)
         else:
@@ -132,17 +142,14 @@ def to_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any
     return "\n\n".join(system), out
 
 
-def assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+def assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     """An answer as the content blocks it came as, in their order: thinking blocks unchanged, each tool use
     with the input the history holds (an approver may have edited it), a call the history no longer holds left
     out. An answer without stored blocks (another API's, or one stored when only its thinking was kept) goes
     as its thinking blocks, its text, then its calls."""
-    calls: dict[str, dict[str, Any]] = {}
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        calls[call.get("id", "")] = {"type": "tool_use", "id": call.get("id", ""), "name": function.get("name", ""),
-                                     "input": _input(function.get("arguments"))}  # fmt: skip
-    issued = [block for block in message.get(PROVIDER_ITEMS_KEY) or () if block.get("type") in BLOCK_TYPES]
+    calls = {call.id: {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
+             for call in message.calls}  # fmt: skip
+    issued = [block for block in message.provider_items if block.get("type") in BLOCK_TYPES]
     blocks: list[dict[str, Any]] = []
     for block in issued:
         if block["type"] == "tool_use":
@@ -152,36 +159,31 @@ def assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
             blocks.append(block)
         elif block.get("text"):  # the API refuses empty text blocks
             blocks.append({"type": "text", "text": block["text"]})
-    text = content_text(message.get("content"))
-    if text and not any(block["type"] == "text" for block in issued):
-        blocks.append({"type": "text", "text": text})
+    if message.text and not any(block["type"] == "text" for block in issued):
+        blocks.append({"type": "text", "text": message.text})
     blocks.extend(calls.values())
     return blocks
 
 
-def tool_result(message: dict[str, Any]) -> dict[str, Any]:
-    """A tool message as the ``tool_result`` of the call it answers; a failed call's is marked ``is_error``."""
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.get("tool_call_id", ""),
-                             "content": content_text(message.get("content"))}  # fmt: skip
-    if message.get(IS_ERROR_KEY):
+def tool_result(message: ToolMessage) -> dict[str, Any]:
+    """A result as the ``tool_result`` of the call it answers; a failed call's is marked ``is_error``."""
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.call_id, "content": message.text}
+    if message.is_error:
         block["is_error"] = True
     return block
 
 
-def user_blocks(content: Any) -> list[dict[str, Any]]:
-    """A user message's content as blocks: text, images and documents (data URLs as base64 sources)."""
-    if not isinstance(content, list):
-        text = content if isinstance(content, str) else ""
-        return [{"type": "text", "text": text}] if text else []
-    blocks: list[dict[str, Any]] = []
-    for part in content:
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "text" and part.get("text"):
-            blocks.append({"type": "text", "text": part["text"]})
-        elif kind == "image_url":
-            blocks.append({"type": "image", "source": _source(image_url(part)[0])})
-        elif kind == "file":
-            blocks.append({"type": "document", "source": _source((part.get("file") or {}).get("file_data"))})
+def user_blocks(message: UserMessage) -> list[dict[str, Any]]:
+    """A user message as blocks: its text, then its images and documents (data URLs as base64 sources)."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            if part.text:
+                blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            blocks.append({"type": "image", "source": _source(part.url)})
+        elif isinstance(part, FilePart):
+            blocks.append({"type": "document", "source": _source(part.data_url)})
     return blocks
 
 

@@ -1,8 +1,8 @@
 """What every model API implements, and the replies it gives: the one interface the loop speaks to.
 
 As Django's database backends share ``BaseDatabaseWrapper`` and say what differs in ``features``, each model
-API is a ``ModelAPI`` that sends one ``ModelRequest`` (built by the turn from the stored messages, in Chat
-Completions' message shape) and returns a validated ``ModelReply``; what differs between APIs is a
+API is a ``ModelAPI`` that sends one ``ModelRequest`` (built by the turn from the stored messages, typed:
+``_messages``) and returns a validated ``ModelReply``; what differs between APIs is a
 ``Features`` object, so code above never asks which API it has.
 """
 
@@ -20,22 +20,12 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext as _
 
 from ..exceptions import ModelError
+from ._messages import ModelRequest, RequestedCall
 
 DeltaCallback = Callable[[str], None]
 # A tool call's arguments as the model writes them: the call's id, its tool's name, and the next piece of the
 # arguments' JSON text. For showing only: the arguments a call runs with are read from the whole answer.
 ToolInputCallback = Callable[[str, str, str], None]
-
-# The key under which a Chat Completions-shaped assistant message of a request carries the items its answer
-# was issued as (``ModelReply.provider_items``); each API sends back only its own, and Chat Completions none.
-PROVIDER_ITEMS_KEY = "provider_items"
-
-# The key under which a tool message of a request says that the call failed (``Message.is_error``): Anthropic
-# sends it as ``tool_result.is_error``; APIs without such a flag leave it out (the result's text says so).
-IS_ERROR_KEY = "is_error"
-
-# The keys of the app's own that a request's messages may carry beside Chat Completions' fields.
-SIDE_KEYS = (PROVIDER_ITEMS_KEY, IS_ERROR_KEY)
 
 
 @dataclass(frozen=True)
@@ -53,25 +43,6 @@ class StreamCallbacks:
 def tool_input_of(on_delta: DeltaCallback | None) -> ToolInputCallback | None:
     """Where a streamed answer's argument pieces go: nowhere unless the caller asked for them."""
     return on_delta.tool_input if isinstance(on_delta, StreamCallbacks) else None
-
-
-@dataclass(kw_only=True)
-class ModelRequest:
-    """What is about to be sent to the model; hooks may change ``messages``, ``tools`` and ``options``."""
-
-    model: str
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
-    options: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(kw_only=True)
-class RequestedCall:
-    """One tool call in a model answer, as the model sent it."""
-
-    id: str
-    name: str
-    arguments: str
 
 
 @dataclass(kw_only=True)
@@ -191,15 +162,6 @@ REASONING_TYPES = ("reasoning", "thinking", "redacted_thinking")
 def reasoning_items(items: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """The reasoning among stored provider items (Responses reasoning items, Anthropic thinking blocks)."""
     return [item for item in items or () if isinstance(item, dict) and item.get("type") in REASONING_TYPES]
-
-
-def without_side_keys(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The messages without the app's side keys (``SIDE_KEYS``), for an API that refuses unknown keys; only
-    the messages that carry one are copied."""
-    if not any(key in m for m in messages for key in SIDE_KEYS):
-        return messages
-    return [{k: v for k, v in m.items() if k not in SIDE_KEYS} if any(key in m for key in SIDE_KEYS) else m
-            for m in messages]  # fmt: skip
 
 
 def invalid(problem: str) -> ModelError:

@@ -16,15 +16,15 @@ from django.utils.translation import gettext as _
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _reading as read
-from ._base import (
-    DeltaCallback,
-    Features,
-    ModelReply,
+from ._base import DeltaCallback, Features, ModelReply, invalid, tool_input_of
+from ._messages import (
+    FilePart,
+    HistoryMessage,
+    ImagePart,
     ModelRequest,
     RequestedCall,
-    invalid,
-    tool_input_of,
-    without_side_keys,
+    TextPart,
+    UserMessage,
 )
 from ._openai_clients import OpenAIPostedAPI
 
@@ -64,13 +64,53 @@ def request_body(request: ModelRequest) -> dict[str, Any]:
     """The JSON body of ``request``, the SDK's options still in it."""
     body: dict[str, Any] = {
         "model": request.model,
-        "messages": without_side_keys(request.messages),
+        "messages": to_chat(request.messages),
         **toolcalling_settings.MODEL_OPTIONS,
         **request.options,
     }
     if request.tools:
         body["tools"] = request.tools
     return body
+
+
+def to_chat(messages: list[HistoryMessage]) -> list[dict[str, Any]]:
+    """The history as Chat Completions messages: an answer with its ``tool_calls`` (its content ``null``
+    beside them when it has no text), a result as the ``tool`` message of its call, a user's files as parts
+    after the text. Nothing of ``provider_items`` or ``is_error`` goes out: the API has no field for them (a
+    failed call's text says it failed)."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "tool":
+            out.append({"role": "tool", "tool_call_id": message.call_id, "content": message.text})
+        elif message.role == "assistant":
+            if message.calls:
+                calls = [{"id": call.id, "type": "function",
+                          "function": {"name": call.name, "arguments": call.arguments or "{}"}}
+                         for call in message.calls]  # fmt: skip
+                out.append({"role": "assistant", "content": message.text or None, "tool_calls": calls})
+            else:
+                out.append({"role": "assistant", "content": message.text})
+        elif message.role == "user":
+            out.append({"role": "user", "content": chat_content(message)})
+        else:
+            out.append({"role": "system", "content": message.text})
+    return out
+
+
+def chat_content(message: UserMessage) -> str | list[dict[str, Any]]:
+    """A user message's content: its text alone, or its text and files as parts."""
+    if not message.parts:
+        return message.text
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            parts.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            image = {"url": part.url} if part.detail == "auto" else {"url": part.url, "detail": part.detail}
+            parts.append({"type": "image_url", "image_url": image})
+        elif isinstance(part, FilePart):
+            parts.append({"type": "file", "file": {"filename": part.filename, "file_data": part.data_url}})
+    return parts
 
 
 def streamed(body: dict[str, Any]) -> dict[str, Any]:

@@ -21,16 +21,18 @@ from django.utils.translation import gettext as _
 from ..conf import toolcalling_settings
 from ..exceptions import ModelError
 from . import _reading as read
-from ._base import (
-    PROVIDER_ITEMS_KEY,
-    DeltaCallback,
-    ModelReply,
+from ._base import DeltaCallback, ModelReply, invalid, tool_input_of
+from ._converting import function_of, no_parameters
+from ._messages import (
+    AssistantMessage,
+    FilePart,
+    HistoryMessage,
+    ImagePart,
     ModelRequest,
     RequestedCall,
-    invalid,
-    tool_input_of,
+    TextPart,
+    UserMessage,
 )
-from ._converting import content_text, function_of, image_url, no_parameters
 from ._openai_clients import OpenAIPostedAPI
 
 PATH = "/responses"
@@ -80,24 +82,24 @@ def request_body(request: ModelRequest) -> dict[str, Any]:
     return body
 
 
-def to_input(messages: list[dict[str, Any]], model: str | None = None) -> tuple[str | None, list[dict[str, Any]]]:
-    """Chat Completions messages as ``instructions`` (the leading system message) and Responses input items.
+def to_input(messages: list[HistoryMessage], model: str | None = None) -> tuple[str | None, list[dict[str, Any]]]:
+    """The history as ``instructions`` (the leading system message) and Responses input items.
 
-    An assistant message becomes the items its answer was issued as (``assistant_items``); a tool message
-    becomes the ``function_call_output`` of the call it answers. ``model``: the model the request goes to."""
+    An answer becomes the items it was issued as (``assistant_items``); a result the ``function_call_output``
+    of its call; a later system message a ``system`` message item. ``model``: the model the request goes to."""
     instructions: str | None = None
     items: list[dict[str, Any]] = []
     for n, message in enumerate(messages):
-        role = message.get("role")
-        if n == 0 and role in ("system", "developer") and isinstance(message.get("content"), str):
-            instructions = message["content"]
-        elif role == "tool":
-            items.append({"type": "function_call_output", "call_id": message.get("tool_call_id", ""),
-                          "output": content_text(message.get("content"))})  # fmt: skip
-        elif role == "assistant":
+        if message.role == "tool":
+            items.append({"type": "function_call_output", "call_id": message.call_id, "output": message.text})
+        elif message.role == "assistant":
             items.extend(assistant_items(message, model))
+        elif message.role == "user":
+            items.append({"type": "message", "role": "user", "content": _input_content(message)})
+        elif n == 0:
+            instructions = message.text
         else:
-            items.append({"type": "message", "role": role, "content": _input_content(message.get("content"))})
+            items.append({"type": "message", "role": "system", "content": message.text})
     return instructions, items
 
 
@@ -108,22 +110,18 @@ ITEM_TYPES = ("reasoning", "message", "function_call")
 ISSUED_TO = "issued_to"
 
 
-def assistant_items(message: dict[str, Any], model: str | None = None) -> list[dict[str, Any]]:
+def assistant_items(message: AssistantMessage, model: str | None = None) -> list[dict[str, Any]]:
     """An answer as the output items it was issued as, in their order and with their ids; each function call
     with the arguments the history holds (an approver may have edited them), a call the history no longer
     holds left out. Without stored items (another API's answer, one stored before items were kept, or one
     issued to a model other than ``model``), its text and calls go out as new items, without ids. ``paired``
     then keeps only what the API accepts."""
-    stored = message.get(PROVIDER_ITEMS_KEY) or ()
+    stored: list[dict[str, Any]] = message.provider_items
     last = stored[-1] if stored else None  # where the reply put it
     if model is not None and last is not None and last.get("type") == ISSUED_TO and last.get("model") != model:
-        stored = ()
-    calls: dict[str, dict[str, Any]] = {}
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        calls[call.get("id", "")] = {"type": "function_call", "call_id": call.get("id", ""),
-                                     "name": function.get("name", ""),
-                                     "arguments": function.get("arguments") or "{}"}  # fmt: skip
+        stored = []
+    calls = {call.id: {"type": "function_call", "call_id": call.id, "name": call.name,
+                       "arguments": call.arguments or "{}"} for call in message.calls}  # fmt: skip
     issued = [item for item in stored if item.get("type") in ITEM_TYPES]
     out: list[tuple[int | None, dict[str, Any]]] = []
     for n, item in enumerate(issued):
@@ -133,9 +131,8 @@ def assistant_items(message: dict[str, Any], model: str | None = None) -> list[d
                 out.append((n, {**item, **call}))
         else:
             out.append((n, item))
-    content = message.get("content")
-    if content and not any(item["type"] == "message" for item in issued):
-        out.append((None, {"type": "message", "role": "assistant", "content": content_text(content)}))
+    if message.text and not any(item["type"] == "message" for item in issued):
+        out.append((None, {"type": "message", "role": "assistant", "content": message.text}))
     out.extend((None, call) for call in calls.values())
     return paired(issued, out)
 
@@ -172,22 +169,18 @@ def paired(issued: list[dict[str, Any]], out: list[tuple[int | None, dict[str, A
     return items
 
 
-def _input_content(content: Any) -> Any:
-    """A user or system message's content: text as it is, parts in their Responses names."""
-    if not isinstance(content, list):
-        return content if isinstance(content, str) else ""
-    parts: list[dict[str, Any]] = []
-    for part in content:
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "text":
-            parts.append({"type": "input_text", "text": part.get("text", "")})
-        elif kind == "image_url":
-            url, detail = image_url(part)
-            parts.append({"type": "input_image", "image_url": url, "detail": detail})
-        elif kind == "file":
-            parts.append({"type": "input_file", **(part.get("file") or {})})
-        else:
-            parts.append(part)
+def _input_content(message: UserMessage) -> Any:
+    """A user message's content: its text alone, or its text and files as Responses input parts."""
+    if not message.parts:
+        return message.text
+    parts: list[dict[str, Any]] = [{"type": "input_text", "text": message.text}] if message.text else []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            parts.append({"type": "input_text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            parts.append({"type": "input_image", "image_url": part.url, "detail": part.detail})
+        elif isinstance(part, FilePart):
+            parts.append({"type": "input_file", "filename": part.filename, "file_data": part.data_url})
     return parts
 
 

@@ -11,7 +11,7 @@ site's ``post_save`` receivers hear of every message and call (see ``_writes``).
 from __future__ import annotations
 
 from ._estimates import estimate_tokens, estimated_usage, size
-from ._history import history_items, load_messages, to_openai
+from ._history import as_history, history_items, load_messages
 from ._ledger import Ledger
 from ._writes import (
     OPEN_CALL_STATUSES,
@@ -30,6 +30,7 @@ from ._writes import (
 )
 
 __all__ = [
+    "as_history",
     "OPEN_CALL_STATUSES",
     "RUNNING",
     "Ledger",
@@ -46,7 +47,6 @@ __all__ = [
     "send_post_save",
     "set_status",
     "size",
-    "to_openai",
     "update_call_if",
     "with_retries",
     "write_db",

@@ -7,27 +7,50 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..attachments import is_file_part, part_tokens
-from ..model_apis import PROVIDER_ITEMS_KEY, ModelReply, ModelRequest, Usage, reasoning_items
+from ..attachments import IMAGE_TOKENS, document_tokens
+from ..model_apis import (
+    AssistantMessage,
+    FilePart,
+    HistoryMessage,
+    ImagePart,
+    ModelReply,
+    ModelRequest,
+    TextPart,
+    ToolMessage,
+    Usage,
+    UserMessage,
+    reasoning_items,
+)
 
-Item = dict[str, Any]
+# The characters a message's JSON adds around its text (``{"role": "user", "content": ""}``), and each call
+# around its id, name and arguments, so that many short messages cost what they do.
+MESSAGE_FRAME = 32
+CALL_FRAME = 64
 
 
-def size(item: Item) -> int:
-    """A rough token count (JSON characters / 4, and an estimate per attached file rather than its base64):
-    close enough to keep a history under a budget. Of an answer's provider items only the reasoning counts: the
-    rest is its text and calls again."""
-    if PROVIDER_ITEMS_KEY in item:
-        item = {**item, PROVIDER_ITEMS_KEY: reasoning_items(item[PROVIDER_ITEMS_KEY])}
-    content = item.get("content")
-    if isinstance(content, list) and any(is_file_part(part) for part in content):
-        text = {**item, "content": [part for part in content if not is_file_part(part)]}
-        return len(json.dumps(text, ensure_ascii=False)) // 4 + sum(part_tokens(part) for part in content)
-    return len(json.dumps(item, ensure_ascii=False)) // 4
+def size(message: HistoryMessage) -> int:
+    """A rough token count: the characters of its JSON / 4, and for each attached file an estimate rather than
+    its base64. Close enough to keep a history under a budget. Of an answer's provider items only the reasoning
+    counts: the rest is its text and calls again."""
+    texts: list[Any] = [message.call_id, message.text] if isinstance(message, ToolMessage) else [message.text]
+    frame, files = MESSAGE_FRAME, 0
+    if isinstance(message, UserMessage):
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                texts.append(part.text)
+            elif isinstance(part, ImagePart):
+                files += IMAGE_TOKENS
+            elif isinstance(part, FilePart):
+                files += document_tokens(len(part.data_url))
+    elif isinstance(message, AssistantMessage):
+        texts.extend((call.id, call.name, call.arguments) for call in message.calls)
+        texts.append(reasoning_items(message.provider_items))
+        frame += CALL_FRAME * len(message.calls)
+    return (len(json.dumps(texts, ensure_ascii=False)) + frame) // 4 + files
 
 
-def estimate_tokens(items: list[Item]) -> int:
-    return sum(size(item) for item in items)
+def estimate_tokens(messages: list[HistoryMessage]) -> int:
+    return sum(size(message) for message in messages)
 
 
 def estimated_usage(reply: ModelReply, request: ModelRequest) -> Usage:

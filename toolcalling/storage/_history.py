@@ -1,8 +1,7 @@
-"""Reading a conversation's stored history, and turning stored messages into Chat Completions messages.
+"""Reading a conversation's stored history back, as the typed messages a request carries (``model_apis``).
 
-An assistant message also carries its answer as the model API issued it (``PROVIDER_ITEMS_KEY``), for the
-APIs that must send it back as it was, and a failed call's tool message says so (``IS_ERROR_KEY``); the APIs
-without such things leave those keys out.
+An answer carries the items its API issued it as (``provider_items``), for the APIs that must send it back as
+it was, and a failed call's result says so (``is_error``); each API sends what its wire form has room for.
 
 The stored history is always one the OpenAI API accepts (see ``_ledger`` and ``_writes``); these read it
 back with the ORM, in statements every database Django ships runs as they are (no ``IN`` of a subquery
@@ -11,13 +10,24 @@ with ``LIMIT``, which MariaDB and MySQL refuse).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import Any
 
 from django.db.models import Prefetch
 
-from ..attachments import request_files, with_parts
-from ..model_apis import IS_ERROR_KEY, PROVIDER_ITEMS_KEY
+from ..attachments import AttachedFile, data_url, request_files, stub_text
+from ..model_apis import (
+    AssistantMessage,
+    FilePart,
+    HistoryMessage,
+    ImagePart,
+    Part,
+    RequestedCall,
+    SystemMessage,
+    TextPart,
+    ToolMessage,
+    UserMessage,
+)
 from ..models import Attachment, Conversation, Message, ToolCall
 
 # What one row of a history read holds: the message, one of its calls (all None when it has none), and whether it
@@ -65,49 +75,42 @@ def history_rows(
 
 def history_items(
     conversation: Conversation, *, before: int | None = None, limit: int | None = None
-) -> list[tuple[int, dict[str, Any]]]:
-    """Stored messages as ``(id, Chat Completions message)``, oldest first: all of them, or with ``limit`` the
-    ``limit`` newest before the id ``before``. Read as plain values, not model instances: a turn reads its
-    history on every message, and long histories must stay cheap; the files are read only when a user message
-    among them carries one."""
-    items: list[tuple[int, dict[str, Any]]] = []
+) -> list[tuple[int, HistoryMessage]]:
+    """Stored messages as ``(id, message)``, oldest first: all of them, or with ``limit`` the ``limit`` newest
+    before the id ``before``. Read as plain values, not model instances: a turn reads its history on every
+    message, and long histories must stay cheap; the files are read only when a user message among them
+    carries one."""
+    items: list[tuple[int, HistoryMessage]] = []
     with_files = False
     rows = history_rows(conversation, before=before, limit=limit)
     for message_id, role, content, tool_call_id, is_error, provider_items, call_id, name, arguments, file in rows:
         with_files = with_files or file is not None
         if items and items[-1][0] == message_id:  # another call of the same assistant message, or another file
             item = items[-1][1]
-            if call_id is None or item["tool_calls"][-1]["id"] == call_id:
+            if call_id is None or item.role != "assistant" or item.calls[-1].id == call_id:
                 continue
+            item.calls.append(RequestedCall(id=call_id, name=name, arguments=arguments or "{}"))
         elif role == Message.Role.TOOL:
-            item = {"role": "tool", "tool_call_id": tool_call_id, "content": content}
-            if is_error:
-                item[IS_ERROR_KEY] = True
-            items.append((message_id, item))
+            items.append((message_id, ToolMessage(tool_call_id, content, bool(is_error))))
         elif role == Message.Role.ASSISTANT:
-            item = {"role": "assistant", "content": content or None}
-            if provider_items:  # the answer as issued, sent back by the APIs that need it
-                item[PROVIDER_ITEMS_KEY] = provider_items
-            items.append((message_id, item))
+            calls = [] if call_id is None else [RequestedCall(id=call_id, name=name, arguments=arguments or "{}")]
+            # The answer as issued, sent back by the APIs that need it.
+            items.append((message_id, AssistantMessage(content or "", calls, provider_items or [])))
+        elif role == Message.Role.USER:
+            items.append((message_id, UserMessage(content)))
         else:
-            item = {"role": role, "content": content}
-            items.append((message_id, item))
-        if call_id is not None:
-            call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments or "{}"}}
-            item.setdefault("tool_calls", []).append(call)
-        elif role == Message.Role.ASSISTANT and item["content"] is None:
-            item["content"] = ""
+            items.append((message_id, SystemMessage(content)))
     if with_files:
         with_attachments(conversation, items)
     return items
 
 
-def with_attachments(conversation: Conversation, items: list[tuple[int, dict[str, Any]]]) -> None:
-    """Give the user messages among ``items`` their files as content parts, or a text stub for each file a
-    request no longer carries (``request_files``: the newest that fit its bounds). One query, by the range of
-    their ids from the first on (not an ``IN`` list, which grows with the history): it also reads the newer
-    files, which a page of an older part of the history needs to know what the request carries already."""
-    users = {message_id: item for message_id, item in items if item["role"] == Message.Role.USER}
+def with_attachments(conversation: Conversation, items: list[tuple[int, HistoryMessage]]) -> None:
+    """Give the user messages among ``items`` their files as parts, or a text stub for each file a request no
+    longer carries (``request_files``: the newest that fit its bounds). One query, by the range of their ids from
+    the first on (not an ``IN`` list, which grows with the history): it also reads the newer files, which a page
+    of an older part of the history needs to know what the request carries already."""
+    users = {message_id: item for message_id, item in items if item.role == "user"}
     if not users:
         return
     stored = list(
@@ -116,36 +119,41 @@ def with_attachments(conversation: Conversation, items: list[tuple[int, dict[str
         )
     )
     sent = request_files(stored)
-    files: dict[int, list[Attachment]] = {}
     for attachment in stored:
         if attachment.message_id in users:
-            files.setdefault(attachment.message_id, []).append(attachment)
-    for message_id, carried in files.items():
-        users[message_id]["content"] = with_parts(users[message_id]["content"], carried, sent=sent)
+            users[attachment.message_id].parts.extend(parts_of([attachment], sent))
 
 
-def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """Stored messages as Chat Completions messages."""
-    out: list[dict[str, Any]] = []
+def parts_of(attachments: Iterable[Attachment], sent: Container[Any] | None = None) -> list[Part]:
+    """Files as a user message's parts: an image as an ``ImagePart``, a PDF as a ``FilePart``, each with its
+    bytes as a data URL; with ``sent`` (of ``request_files``) a file not in it is a ``TextPart`` naming it, and
+    its file is not read."""
+    parts: list[Part] = []
+    for attachment in attachments:
+        if sent is not None and attachment.pk not in sent:
+            parts.append(TextPart(stub_text(attachment)))
+            continue
+        file = AttachedFile.of(attachment)
+        if file.content_type.startswith("image/"):
+            parts.append(ImagePart(data_url(file)))
+        else:
+            parts.append(FilePart(data_url(file), file.name))
+    return parts
+
+
+def as_history(messages: Iterable[Message]) -> list[HistoryMessage]:
+    """Stored messages (model instances, an answer's calls prefetched or read) as the messages of a request."""
+    out: list[HistoryMessage] = []
     for message in messages:
         if message.role == Message.Role.TOOL:
-            tool: dict[str, Any] = {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-            if message.is_error:
-                tool[IS_ERROR_KEY] = True
-            out.append(tool)
+            out.append(ToolMessage(message.tool_call_id or "", message.content, message.is_error))
         elif message.role == Message.Role.ASSISTANT:
-            item: dict[str, Any] = {"role": "assistant", "content": message.content or None}
-            if message.provider_items:
-                item[PROVIDER_ITEMS_KEY] = message.provider_items
-            calls = list(message.tool_calls.all())
-            if calls:
-                item["tool_calls"] = [c.as_openai() for c in calls]
-            elif item["content"] is None:
-                item["content"] = ""
-            out.append(item)
+            calls = [RequestedCall(id=call.call_id, name=call.name, arguments=call.raw_arguments or "{}")
+                     for call in message.tool_calls.all()]  # fmt: skip
+            out.append(AssistantMessage(message.content or "", calls, message.provider_items or []))
         elif message.role == Message.Role.USER:
             files = message.attachments.all() if message.pk is not None else ()  # a message not stored has none
-            out.append({"role": "user", "content": with_parts(message.content, files)})
+            out.append(UserMessage(message.content, parts_of(files)))
         else:
-            out.append({"role": message.role, "content": message.content})
+            out.append(SystemMessage(message.content))
     return out
