@@ -233,3 +233,25 @@ def test_interleaved_thinking_goes_back_where_it_came_and_a_moved_block_is_refus
     second = client.messages.create(model=MODEL, messages=kept, tools=[WEATHER], **THINKING)
     assert second.content[-1].text == "21°C."
     assert len(model.rejected) == 1
+
+
+def test_a_thinking_block_of_another_model_is_taken_as_the_api_takes_it(model, client):
+    """A thinking block goes to another model and the request is answered, not refused: the API reads it, or drops
+    it unbilled before the model sees it (platform.claude.com, "What's new in Claude Opus 5.5", "Thinking blocks
+    are tied to the model and the conversation"). Only a block the API never issued is refused, whatever the model."""
+    model.call("get_weather", {"city": "Paris"})
+    model.reply("21°C.")
+    model.reply("Still 21°C.")
+    first = client.messages.create(model=MODEL, messages=[ASK], tools=[WEATHER], **THINKING)
+    thinking, call = replay(first)
+    history = [ASK, {"role": "assistant", "content": [thinking, call]}, answer(call["id"])]
+    # The tool-use continuation on another model: its latest assistant message starts with the other model's block.
+    second = client.messages.create(model="claude-sonnet-4-6", messages=history, tools=[WEATHER], **THINKING)
+    assert second.content[-1].text == "21°C."
+    later = [*history, {"role": "assistant", "content": replay(second)}, {"role": "user", "content": "And now?"}]
+    third = client.messages.create(model="claude-haiku-4-5", messages=later, tools=[WEATHER], **THINKING)
+    assert third.content[-1].text == "Still 21°C." and not model.rejected
+    forged = {**thinking, "signature": thinking["signature"][::-1]}
+    message = refused(client, model="claude-sonnet-4-6", tools=[WEATHER], **THINKING,
+                      messages=[ASK, {"role": "assistant", "content": [forged, call]}, answer(call["id"])])  # fmt: skip
+    assert message.startswith("messages.1.content.0: Invalid `signature` in `thinking` block")

@@ -244,3 +244,26 @@ def test_a_failed_call_is_an_error_result_and_a_result_that_reads_like_one_is_no
     ]
     stored = Message.objects.filter(role="tool").order_by("id")
     assert [message.is_error for message in stored] == [True, False]
+
+
+@pytest.mark.toolcalling(API="anthropic", MODEL="claude-sonnet-4-5", MODEL_OPTIONS=THINKING)
+def test_an_answer_of_another_model_goes_back_with_its_thinking_blocks(strict_model, alice):
+    """Unlike a Responses reasoning item, a thinking block is not refused by another Claude model: the API reads it,
+    or drops it unbilled before the model sees it (platform.claude.com, "What's new in Claude Opus 5.5", "Thinking
+    blocks are tied to the model and the conversation"), and a client that strips blocks itself risks the ordering
+    and signature 400s. After an assistant's model changed, its earlier answers go back as they were issued."""
+    strict_model.call("add", {"a": 2, "b": 3})
+    strict_model.reply("5")
+    first = Assistant.get("helper").run(alice, "2 + 3?")
+    issued = [reasoning_items(m.provider_items) for m in first.messages if m.role == "assistant"]
+    with override_toolcalling(API="anthropic", MODEL="claude-haiku-4-5", MODEL_OPTIONS=THINKING):
+        strict_model.call("add", {"a": 5, "b": 5})
+        strict_model.reply("10")
+        second = Assistant.get("helper").run(alice, "Double it.", conversation=first.conversation)
+    assert second.reply == "10" and not strict_model.rejected
+    after_switch = strict_model.requests[2]
+    assert after_switch["model"] == "claude-haiku-4-5"
+    sent = [m["content"] for m in after_switch["messages"] if m["role"] == "assistant"]
+    kinds = [[block["type"] for block in content] for content in sent]
+    assert kinds == [["thinking", "tool_use"], ["thinking", "text"]]
+    assert [content[0] for content in sent] == [items[0] for items in issued]  # unchanged

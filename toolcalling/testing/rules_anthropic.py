@@ -12,7 +12,8 @@ Where each rule's text was observed (the API's answers quoted in public threads)
   `tool_result` blocks: …" (anthropics/claude-code #13460, router-for-me/CLIProxyAPI #497);
 - more than four cache points: "A maximum of 4 blocks with cache_control may be provided. Found 5."
   (tghamm/Anthropic.SDK #50, continuedev/continue PR #6937);
-- thinking: see ``_check_thinking`` and ``_check_unmodified``;
+- thinking: see ``_check_thinking`` and ``_check_unmodified``; a thinking block of another model is not refused
+  (unlike a Responses reasoning item, see ``_check_thinking``);
 - the field names and types (``KNOWN_PARAMS``, ``BLOCK_KEYS``) and the roles: the Messages API reference as the
   ``anthropic`` SDK types it (``MessageCreateParams``), worded as the API words validation errors;
 - consecutive turns of one role are not refused but combined into one, then checked ("Consecutive `user` or
@@ -303,6 +304,18 @@ def _check_thinking(
 ) -> None:
     """Thinking blocks come back unchanged; with thinking on, an answer whose tool calls came with a thinking
     block starts with that block."""
+    # Whatever model the request names: the API takes another model's thinking block (and a redacted one) and
+    # either reads it or drops it before the model sees it. "When a request carries a block the target model can't
+    # read, the API drops it before the model sees it: the request succeeds, and dropped blocks aren't billed."
+    # (platform.claude.com, "What's new in Claude Opus 5.5" and "What's new in Claude Sonnet 5.5", "Thinking blocks
+    # are tied to the model and the conversation"); earlier, the "Thinking" guide's "Switching models
+    # mid-conversation": "Other models silently ignore them rather than rejecting the request, but ignored blocks
+    # still add input tokens". Signatures also work across the Claude API, Bedrock and Vertex AI ("Values
+    # generated on one platform work on another", same guide, "Thinking encryption"). The "Invalid `signature`"
+    # 400s reported after a model switch came through a gateway (anomalyco/opencode #11546, GitHub Copilot) or
+    # with Claude Fable 5 (vybestack/llxprt-code #2335), whose early-access builds refused another model's block
+    # before launch (Claude API skill, shared/model-migration.md, "Migrating to Claude Fable 5.1"), so no rule
+    # binds a block to its model here.
     for m, block in enumerate(blocks):
         if block.get("type") == "thinking":
             signature = block.get("signature")
