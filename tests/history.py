@@ -8,7 +8,7 @@ server already checked them when they came back; what is checked here is that ev
 from typing import Any
 
 from toolcalling.model_apis import AssistantMessage, HistoryMessage, SystemMessage
-from toolcalling.model_apis._chat_completions import to_chat
+from toolcalling.model_apis.openai._chat_completions import to_chat
 from toolcalling.models import Conversation
 from toolcalling.storage import as_history, load_messages
 from toolcalling.testing import validate_chat_request, validate_messages_request, validate_responses_request
@@ -31,7 +31,7 @@ def history_problems(conversation_id: Any) -> list[str]:
 
 
 def _responses_problems(model: str, messages: list[HistoryMessage]) -> list[str]:
-    from toolcalling.model_apis._responses import to_input
+    from toolcalling.model_apis.openai._responses import to_input
 
     instructions, items = to_input(messages)
     issued = Issued()
@@ -44,7 +44,7 @@ def _responses_problems(model: str, messages: list[HistoryMessage]) -> list[str]
 
 
 def _anthropic_problems(assistant: Any, messages: list[HistoryMessage]) -> list[str]:
-    from toolcalling.model_apis._anthropic import to_messages
+    from toolcalling.model_apis.anthropic._api import to_messages
 
     system, turns = to_messages(messages)
     issued = IssuedThinking()

@@ -91,9 +91,9 @@ DEFAULTS: dict[str, Any] = {
 # used, by ``model_apis.load_model_api``: Anthropic's needs its optional SDK, the ``[anthropic]`` extra). A new API
 # is its module and one line here; the names ``API`` may take are the keys (``API_CHOICES`` follows them).
 MODEL_APIS: dict[str, str] = {
-    "chat_completions": "toolcalling.model_apis._chat_completions.ChatCompletions",
-    "responses": "toolcalling.model_apis._responses.Responses",
-    "anthropic": "toolcalling.model_apis._anthropic.Anthropic",
+    "chat_completions": "toolcalling.model_apis.openai.ChatCompletions",
+    "responses": "toolcalling.model_apis.openai.Responses",
+    "anthropic": "toolcalling.model_apis.anthropic.Anthropic",
 }
 API_CHOICES = MODEL_APIS.keys()
 

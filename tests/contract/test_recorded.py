@@ -30,9 +30,10 @@ from typing import Any
 import pytest
 
 from toolcalling.exceptions import ModelError
-from toolcalling.model_apis import _anthropic_reading, _chat_completions, _responses
 from toolcalling.model_apis import _reading as read
 from toolcalling.model_apis._base import ModelReply
+from toolcalling.model_apis.anthropic import _reading as _anthropic_reading
+from toolcalling.model_apis.openai import _chat_completions, _responses
 from toolcalling.testing import validate_chat_request, validate_messages_request, validate_responses_request
 from toolcalling.testing.rules_anthropic import IssuedThinking
 from toolcalling.testing.rules_responses import Issued

@@ -12,7 +12,7 @@ from toolcalling.model_apis import (
     ToolMessage,
     UserMessage,
 )
-from toolcalling.model_apis._responses import to_input
+from toolcalling.model_apis.openai._responses import to_input
 from toolcalling.testing import validate_responses_request
 from toolcalling.testing.rules_responses import Issued
 

@@ -22,7 +22,6 @@ from ._base import (
     Usage,
     reasoning_items,
 )
-from ._chat_completions import ChatCompletions
 from ._messages import (
     AssistantMessage,
     FilePart,
@@ -36,7 +35,7 @@ from ._messages import (
     ToolMessage,
     UserMessage,
 )
-from ._responses import Responses, needs_responses
+from .openai import ChatCompletions, Responses, needs_responses
 
 if TYPE_CHECKING:
     from ..toolkit import AssistantLike

@@ -18,12 +18,12 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from ..conf import toolcalling_settings
-from ..exceptions import ModelError
-from . import _reading as read
-from ._base import DeltaCallback, ModelReply, invalid, tool_input_of
-from ._converting import function_of, no_parameters
-from ._messages import (
+from ...conf import toolcalling_settings
+from ...exceptions import ModelError
+from .. import _reading as read
+from .._base import DeltaCallback, ModelReply, invalid, tool_input_of
+from .._converting import function_of, no_parameters
+from .._messages import (
     AssistantMessage,
     FilePart,
     HistoryMessage,
@@ -33,7 +33,7 @@ from ._messages import (
     TextPart,
     UserMessage,
 )
-from ._openai_clients import OpenAIPostedAPI
+from ._clients import OpenAIPostedAPI
 
 PATH = "/responses"
 

@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 import openai
 from django.utils.module_loading import import_string
 
-from ..conf import OFFLINE_CLIENT_FACTORY, toolcalling_settings
-from ._posting import PostedModelAPI
+from ...conf import OFFLINE_CLIENT_FACTORY, toolcalling_settings
+from .._posting import PostedModelAPI
 
 
 class OpenAIPostedAPI(PostedModelAPI):

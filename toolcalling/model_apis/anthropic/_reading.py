@@ -13,9 +13,9 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from ..exceptions import ModelError
-from . import _reading as read
-from ._base import DeltaCallback, ModelReply, RequestedCall, Usage, invalid, tool_input_of
+from ...exceptions import ModelError
+from .. import _reading as read
+from .._base import DeltaCallback, ModelReply, RequestedCall, Usage, invalid, tool_input_of
 
 # How the API sends tool input the model wrote as text that is not a JSON object.
 INVALID_JSON = "INVALID_JSON"

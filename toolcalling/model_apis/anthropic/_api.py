@@ -7,7 +7,7 @@ an answer's calls ``tool_use`` blocks and results ``tool_result`` blocks of the 
 interleaved thinking a block may follow text, and the API refuses a latest assistant message whose thinking
 blocks moved ("cannot be modified"). ``cache_control`` marks the stable prefix (the last tool, the system
 prompt) and the history so far, so the provider's prompt cache serves the next request. Answers are read from
-the JSON the endpoint sent (``_anthropic_reading``), as strictly as the other APIs'.
+the JSON the endpoint sent (``_reading``), as strictly as the other APIs'.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, ClassVar
 
-from ..conf import toolcalling_settings
-from ._base import DeltaCallback, ModelReply, missing_sdk
-from ._messages import (
+from ...conf import toolcalling_settings
+from .._base import DeltaCallback, ModelReply, missing_sdk
+from .._messages import (
     AssistantMessage,
     FilePart,
     HistoryMessage,
@@ -37,10 +37,10 @@ except ModuleNotFoundError as exc:  # the SDK is the optional extra: the API say
         raise
     raise missing_sdk("anthropic", "anthropic", "django-toolcalling[anthropic]") from exc
 
-from . import _anthropic_clients as clients
-from . import _anthropic_reading as reading
-from ._converting import function_of, no_parameters
-from ._posting import PostedModelAPI
+from .._converting import function_of, no_parameters
+from .._posting import PostedModelAPI
+from . import _clients as clients
+from . import _reading as reading
 
 PATH = "/v1/messages"
 

@@ -10,7 +10,7 @@ from typing import Any
 import anthropic
 from django.utils.module_loading import import_string
 
-from ..conf import OFFLINE_ANTHROPIC_CLIENT_FACTORY, toolcalling_settings
+from ...conf import OFFLINE_ANTHROPIC_CLIENT_FACTORY, toolcalling_settings
 
 
 def build_client() -> anthropic.Anthropic:

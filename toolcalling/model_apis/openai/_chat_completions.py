@@ -13,11 +13,11 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from ..conf import toolcalling_settings
-from ..exceptions import ModelError
-from . import _reading as read
-from ._base import DeltaCallback, Features, ModelReply, invalid, tool_input_of
-from ._messages import (
+from ...conf import toolcalling_settings
+from ...exceptions import ModelError
+from .. import _reading as read
+from .._base import DeltaCallback, Features, ModelReply, invalid, tool_input_of
+from .._messages import (
     FilePart,
     HistoryMessage,
     ImagePart,
@@ -26,7 +26,7 @@ from ._messages import (
     TextPart,
     UserMessage,
 )
-from ._openai_clients import OpenAIPostedAPI
+from ._clients import OpenAIPostedAPI
 
 PATH = "/chat/completions"
 
