@@ -27,7 +27,7 @@ from django.core.management import call_command  # noqa: E402
 from django.test import override_settings  # noqa: E402
 
 from bench._model import ANSWER, QUESTION  # noqa: E402
-from bench._persisting_loop import persisting_loop  # noqa: E402
+from bench._persisting_loop import persisting_anthropic_loop, persisting_loop  # noqa: E402
 from toolcalling import Assistant  # noqa: E402
 from toolcalling.models import Conversation  # noqa: E402
 
@@ -70,7 +70,8 @@ def main() -> None:
         for line in sys.stdin:
             command, turns = line.split()
             if command == "persist":
-                print(json.dumps(persisting_loop(base_url, user, int(turns))), flush=True)
+                loop = persisting_anthropic_loop if api == "anthropic" else persisting_loop
+                print(json.dumps(loop(base_url, user, int(turns))), flush=True)
             else:
                 print(json.dumps(run(assistant, user, int(turns))), flush=True)
 

@@ -5,6 +5,10 @@ rows the app stores for the same turn, written the plain way with the ORM: the u
 its calls and the conversation's token totals, each call's result with its tool message, each in a transaction
 of its own, as a developer writing a persisting loop by hand would. No claim, no fencing, no usage counters,
 no hooks: only what a turn must store. Runs in the app's runner process (``_app_runner.py``), on its database.
+
+``persisting_anthropic_loop`` is the same over Anthropic's Messages API through the ``anthropic`` SDK: each
+answer's content blocks go back as they came and are stored with it (as the app stores them), results go back
+as the next user message.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from bench._model import ADD, ANSWER, QUESTION
+from bench._model import ADD, ADD_ANTHROPIC, ANSWER, QUESTION
 from toolcalling.models import Conversation, Message, ToolCall
 
 
@@ -96,5 +100,84 @@ def persisting_loop(base_url: str, user: Any, turns: int, *, conversation: Conve
                     )
                 history.append({"role": "tool", "tool_call_id": call.call_id, "content": result})
         assert message.content == ANSWER
+        times.append(time.perf_counter() - started)
+    return times
+
+
+@functools.cache
+def anthropic_client(base_url: str) -> Any:
+    import anthropic
+
+    return anthropic.Anthropic(base_url=base_url.removesuffix("/v1"), api_key="x", max_retries=0)
+
+
+def persisting_anthropic_loop(base_url: str, user: Any, turns: int) -> list[float]:
+    """``persisting_loop`` over the Messages API: seconds per turn of a new conversation, every message stored."""
+    client = anthropic_client(base_url)
+    conversation = Conversation.objects.create(user=user, assistant_id="bench")
+    history: list[dict[str, Any]] = []
+    times = []
+    for _ in range(turns):
+        started = time.perf_counter()
+        with transaction.atomic():
+            Message.objects.create(conversation=conversation, role=Message.Role.USER, content=QUESTION)
+            Conversation.objects.filter(pk=conversation.pk).update(
+                status=Conversation.Status.RUNNING, updated_at=timezone.now()
+            )
+        history.append({"role": "user", "content": QUESTION})
+        while True:
+            response = client.messages.create(model="claude-sonnet-4-5", max_tokens=4096, system="You add numbers.",
+                                              messages=history, tools=[ADD_ANTHROPIC])  # fmt: skip
+            blocks = [block.model_dump(exclude_none=True) for block in response.content]
+            history.append({"role": "assistant", "content": blocks})
+            text = "".join(block["text"] for block in blocks if block["type"] == "text")
+            prompt, completion = response.usage.input_tokens, response.usage.output_tokens
+            with transaction.atomic():
+                stored = Message.objects.create(
+                    conversation=conversation,
+                    role=Message.Role.ASSISTANT,
+                    content=text,
+                    model=response.model,
+                    prompt_tokens=prompt,
+                    completion_tokens=completion,
+                    total_tokens=prompt + completion,
+                    provider_items=blocks,
+                )
+                calls = [
+                    ToolCall.objects.create(
+                        conversation=conversation,
+                        message=stored,
+                        index=index,
+                        call_id=block["id"],
+                        name=block["name"],
+                        raw_arguments=json.dumps(block["input"]),
+                        status=ToolCall.Status.RUNNING,
+                    )
+                    for index, block in enumerate(b for b in blocks if b["type"] == "tool_use")
+                ]
+                ended = {} if calls else {"status": Conversation.Status.IDLE}
+                Conversation.objects.filter(pk=conversation.pk).update(
+                    prompt_tokens=F("prompt_tokens") + prompt,
+                    completion_tokens=F("completion_tokens") + completion,
+                    total_tokens=F("total_tokens") + prompt + completion,
+                    updated_at=timezone.now(),
+                    **ended,
+                )
+            if not calls:
+                break
+            results = []
+            for call in calls:
+                arguments = json.loads(call.raw_arguments)
+                result = str(arguments["a"] + arguments["b"])
+                with transaction.atomic():
+                    ToolCall.objects.filter(pk=call.pk).update(
+                        status=ToolCall.Status.SUCCEEDED, arguments=arguments, result=result, finished_at=timezone.now()
+                    )
+                    Message.objects.create(
+                        conversation=conversation, role=Message.Role.TOOL, content=result, tool_call_id=call.call_id
+                    )
+                results.append({"type": "tool_result", "tool_use_id": call.call_id, "content": result})
+            history.append({"role": "user", "content": results})
+        assert text == ANSWER
         times.append(time.perf_counter() - started)
     return times

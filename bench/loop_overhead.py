@@ -214,8 +214,8 @@ def main() -> None:
         sides["bare loop, client.post"] = bare_responses_post if options.api == "responses" else bare_anthropic_post
     for label, database in databases.items():
         sides[f"toolcalling, {label}"] = app_side(database, api=options.api)
-        if chat:
-            sides[f"persisting loop, {label}"] = app_side(database, command="persist")
+        if chat or options.api == "anthropic":
+            sides[f"persisting loop, {label}"] = app_side(database, command="persist", api=options.api)
     if options.peers and chat:
         sides.update(peer_sides())
         sides.update(persisting_peer_sides(databases, VAR))
@@ -242,7 +242,7 @@ def main() -> None:
     for name in sides:
         f, l_ = statistics.median(first[name]), statistics.median(last[name])
         print(f"{name:<28} {f * 1000:7.1f}ms {f / base_first:6.2f} {l_ * 1000:7.1f}ms {l_ / base_last:6.2f}")
-    if not chat:
+    if options.api == "responses":
         return
     print("The app against the persisting loop on the same database:")
     for label in databases:
