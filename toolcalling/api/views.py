@@ -152,21 +152,20 @@ class MessageListView(PostsMessages, Uploads, generics.GenericAPIView):
         post = MessagePost(request, conversation, request.data, files=request.FILES.getlist("files"), streamed=streamed)
 
         def answer(messages: list[Message]) -> Response:
+            shown = messages_json(messages)
+            # The waiting calls once more, with what the request's user may see of them (a preview): only when the
+            # messages show one, not a serializer built for an empty list on every turn.
+            waiting = ToolCall.Status.AWAITING_APPROVAL
+            awaiting: Any = []  # a list, as .data of many=True is (DRF's stubs type it as a dict)
+            if any(call["status"] == waiting for shown_message in shown for call in shown_message["tool_calls"]):
+                calls = [c for m in messages for c in m.tool_calls.all() if c.status == waiting]
+                awaiting = ToolCallSerializer(calls, many=True, context={"request": request}).data
             return Response(
                 {
                     "status": conversation.status,
                     "stopped": post.turn.view.stopped,
-                    "messages": messages_json(messages),
-                    "awaiting_approval": ToolCallSerializer(
-                        [
-                            c
-                            for m in messages
-                            for c in m.tool_calls.all()
-                            if c.status == ToolCall.Status.AWAITING_APPROVAL
-                        ],
-                        many=True,
-                        context={"request": request},
-                    ).data,
+                    "messages": shown,
+                    "awaiting_approval": awaiting,
                 },
                 status=status.HTTP_201_CREATED,
             )
