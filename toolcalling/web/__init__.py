@@ -5,7 +5,7 @@ turn), and a message as every edge shows it. The edges import this and the packa
 
 from ._errors import HTTP_STATUS, ErrorResponses, JSONParser, error_body, exception_handler, http_status
 from ._messages import messages_json, messages_queryset
-from ._posting import MessagePost, PostsMessages
+from ._posting import MessagePost, PostsMessages, database_lost
 from ._serializers import (
     AttachmentSerializer,
     JSONField,
@@ -40,6 +40,7 @@ __all__ = [
     "ToolCallStatusField",
     "TurnRateThrottle",
     "accepts_event_stream",
+    "database_lost",
     "error_body",
     "exception_handler",
     "http_status",
