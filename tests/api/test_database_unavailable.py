@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -184,29 +185,40 @@ def test_every_endpoint_of_a_signed_in_client_is_a_503_while_the_database_is_dow
 
 
 # The database goes away in the middle of a turn: after its claim stored the message, while a tool runs.
+class Cut(ExitStack):
+    """Holds the database away from its tool's call (in the turn's own thread) until the test closes it;
+    ``happened`` is set once it is gone, and the tool returns once ``go_on`` is set (at once unless cleared)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.happened, self.go_on = threading.Event(), threading.Event()
+        self.go_on.set()
+
+
 @pytest.fixture
-def cut_mid_turn(transactional_db, tmp_path) -> Iterator[ExitStack]:
-    """The assistant ``database-cut``, whose tool ``cut_the_database`` takes the database away (in the turn's own
-    thread) until the test closes the stack this yields."""
-    stack = ExitStack()
+def cut_mid_turn(transactional_db, tmp_path) -> Iterator[Cut]:
+    """The assistant ``database-cut``, whose tool ``cut_the_database`` takes the database away."""
+    cut = Cut()
 
     def cut_the_database(ctx: ToolContext) -> str:
         """Take the database away."""
-        stack.enter_context(database_down(tmp_path))
+        cut.enter_context(database_down(tmp_path))
+        cut.happened.set()
+        assert cut.go_on.wait(10)
         return "cut"
 
-    cut = tool(cut_the_database)
+    made = tool(cut_the_database)
 
     class DatabaseCut(Assistant):
         id = "database-cut"
-        tools = [cut]
+        tools = [made]
 
     try:
-        with stack:
-            yield stack
+        with cut:
+            yield cut
     finally:
         assistants.unregister(DatabaseCut.id)
-        tools.unregister(cut.name)
+        tools.unregister(made.name)
 
 
 def client_of(server: str, user: Any) -> APIClient:
@@ -254,3 +266,46 @@ def test_a_streamed_turn_that_loses_the_database_ends_with_an_error_event(server
     events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
     errors = [e for e in events if e["type"] == "error"]
     assert errors and errors[-1]["code"] in ("turn_not_stored", "database_unavailable"), events
+
+
+def test_an_ai_sdk_stream_whose_reader_loses_the_database_ends_with_the_error_and_its_finish(
+    alice, model, cut_mid_turn
+):
+    conversation = Conversation.objects.create(user=alice, assistant_id="database-cut")
+    model.call("cut_the_database")
+    body = {"id": str(conversation.pk), "trigger": "submit-message",
+            "messages": [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "Hello?"}]}]}  # fmt: skip
+    cut_mid_turn.go_on.clear()
+
+    response = client_of("wsgi", alice).post(f"{API}/ai-sdk/chat", body, format="json")
+    assert response.status_code == 200 and response.streaming
+    assert cut_mid_turn.happened.wait(10)
+    connections.close_all()  # the reader's connection goes too (on SQLite no server cuts it)
+    cut_mid_turn.go_on.set()
+    text = b"".join(response.streaming_content).decode()
+    cut_mid_turn.close()
+
+    assert_ends_with_the_error(text)
+
+
+def assert_ends_with_the_error(text: str) -> None:
+    """An AI SDK stream that ends as a failed turn's: its error, then its finish and ``[DONE]``."""
+    chunks = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
+    assert [c["type"] for c in chunks if c["type"] in ("error", "finish")] == ["error", "finish"], chunks
+    error = next(c for c in chunks if c["type"] == "error")
+    assert error["code"] == "database_unavailable", error
+    assert text.rstrip().endswith("data: [DONE]")
+
+
+def test_an_ai_sdk_stream_resumed_when_its_reader_loses_the_database_ends_with_the_error_and_its_finish(
+    forced, alice, tmp_path
+):
+    # A turn runs (in another process): the SDK's resumeStream follows it.
+    conversation = Conversation.objects.create(user=alice, assistant_id="helper", status="running")
+    response = forced.get(f"{API}/ai-sdk/chat/{conversation.pk}/stream")
+    assert response.status_code == 200 and response.streaming
+
+    with database_down(tmp_path):
+        text = b"".join(response.streaming_content).decode()
+
+    assert_ends_with_the_error(text)
