@@ -2,9 +2,9 @@
 ``database_unavailable`` in the app's JSON shape with ``Retry-After``, and logs it, instead of the site's HTML 500
 page; a message posted meanwhile is not stored at all, says so, and is taken once the database is back.
 
-The database goes away for real: the open connections are cut (``pg_terminate_backend`` on PostgreSQL, ``KILL`` on
-MariaDB) and no new one can be made (the connection settings point where no database is: on SQLite a file in a
-directory that does not exist)."""
+The database goes away for real: the open connection is cut (``pg_terminate_backend`` on PostgreSQL, ``KILL`` on
+MariaDB, closed on SQLite) and no new one can be made (the connection settings point where no database is: on
+SQLite a file in a directory that does not exist)."""
 
 from __future__ import annotations
 
@@ -30,18 +30,19 @@ API = "/api/toolcalling"
 
 @contextmanager
 def database_down(tmp_path: Path) -> Iterator[None]:
-    """Within the block the database is gone: every open connection to it is cut, and connecting fails."""
+    """Within the block the database is gone: the connection of the thread that enters it is cut, and no thread
+    can connect (a connection that other threads hold open stays, so none is left broken for later tests)."""
     settings_dict = connection.settings_dict  # the one dict every thread's connection is made from
     saved = dict(settings_dict)
     if connection.vendor == "sqlite":
         settings_dict["NAME"] = str(tmp_path / "gone" / "db.sqlite3")  # "unable to open database file"
-        connections.close_all()  # no server to cut it: this thread's is closed, and connecting again fails
+        connection.close()  # no server to cut it: closed, and connecting again fails
     else:
+        _cut_connection(saved)  # its next query: "terminating connection due to administrator command"
         if connection.vendor == "postgresql":
             settings_dict["HOST"] = str(tmp_path)  # a socket directory without a server: connecting is refused
         else:
             settings_dict["HOST"], settings_dict["PORT"] = "127.0.0.1", 1  # nothing listens there
-        _cut_connections(saved)  # the next query on one: "terminating connection due to administrator command"
     try:
         yield
     finally:
@@ -50,24 +51,21 @@ def database_down(tmp_path: Path) -> Iterator[None]:
         connections.close_all()  # this thread's broken connection: the next query connects again
 
 
-def _cut_connections(settings_dict: dict[str, Any]) -> None:
-    """Terminate, from a connection of their own, the server's other connections to the test database (the
-    request's among them), as a server restart does."""
+def _cut_connection(settings_dict: dict[str, Any]) -> None:
+    """Terminate this thread's connection from a connection of its own, as a server going down does."""
+    if connection.connection is None:
+        return  # none open: the next one is refused
+    postgresql = connection.vendor == "postgresql"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()" if postgresql else "SELECT CONNECTION_ID()")
+        (pid,) = cursor.fetchone()
     other = connection.copy()
     other.settings_dict = dict(settings_dict)
     try:
         with other.cursor() as cursor:
-            if other.vendor == "postgresql":
-                cursor.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                )
-            else:
-                cursor.execute(
-                    "SELECT id FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID()"
-                )
-                for (pid,) in cursor.fetchall():
-                    cursor.execute(f"KILL CONNECTION {int(pid)}")
+            cursor.execute(
+                f"SELECT pg_terminate_backend({int(pid)}, 5000)" if postgresql else f"KILL CONNECTION {int(pid)}"
+            )
     finally:
         other.close()
 
