@@ -307,3 +307,23 @@ def test_an_ai_sdk_stream_resumed_when_its_reader_loses_the_database_ends_with_t
         text = b"".join(response.streaming_content).decode()
 
     assert_ends_with_the_error(text)
+
+
+def test_an_ag_ui_run_whose_reader_loses_the_database_ends_with_its_run_error(alice, model, cut_mid_turn):
+    conversation = Conversation.objects.create(user=alice, assistant_id="database-cut")
+    model.call("cut_the_database")
+    body = {"threadId": str(conversation.pk), "runId": "r1", "state": {}, "context": [], "tools": [],
+            "forwardedProps": {}, "messages": [{"id": "u1", "role": "user", "content": "Hello?"}]}  # fmt: skip
+    cut_mid_turn.go_on.clear()
+
+    response = client_of("wsgi", alice).post(f"{API}/ag-ui/", body, format="json")
+    assert response.status_code == 200 and response.streaming
+    assert cut_mid_turn.happened.wait(10)
+    connections.close_all()  # the reader's connection goes too
+    cut_mid_turn.go_on.set()
+    text = b"".join(response.streaming_content).decode()
+    cut_mid_turn.close()
+
+    events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
+    assert events[0]["type"] == "RUN_STARTED" and events[-1]["type"] == "RUN_ERROR", events
+    assert events[-1]["code"] == "database_unavailable", events[-1]
