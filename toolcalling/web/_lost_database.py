@@ -16,9 +16,9 @@ logger = logging.getLogger("toolcalling")
 class DatabaseGuard:
     """Renders as ``renderer`` does (one that reads the database as events arrive: the AI SDK's, AG-UI's) until the
     database goes away under it (a server restarting, the connection cut): the error is logged, and the stream
-    goes on as a turn's that failed with ``database_unavailable`` (its ``error`` event, then its ``turn_end``),
-    so the client reads an error and the stream's proper end, never a response broken off mid-way. What comes
-    after is left out."""
+    goes on as a turn's that failed with ``database_unavailable`` (its ``error`` event, then its ``turn_end`` with
+    the status ``failed``, as far as a reader without a database can know), so the client reads an error and the
+    stream's proper end, never a response broken off mid-way. What comes after is left out."""
 
     def __init__(self, renderer: streaming.Renderer) -> None:
         self.renderer = renderer
