@@ -121,6 +121,19 @@ class TaskQueueUnavailable(APIError):
     default_detail = _("The task queue could not be reached; nothing was started. Try again.")
 
 
+class DatabaseUnavailable(APIError):
+    """The database could not be reached (its server restarting, a connection cut or refused), so the request was
+    not carried out and a message sent with it was not stored: the client may send it again. ``wait`` is how many
+    seconds to wait first (the ``Retry-After`` header)."""
+
+    default_code = "database_unavailable"
+    default_detail = _(
+        "The database cannot be reached just now, so your request was not taken (a message sent with it was not "
+        "stored). Try again in a moment."
+    )
+    wait = 5
+
+
 class EventsUnavailable(APIError):
     """The event store (``EVENTS_REDIS_URL``) could not be reached, so a conversation's events cannot be read."""
 

@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from ..engine import Turn, drive, start_on_turn_loop
 from ..models import Message
-from ..web import release_connections
+from ..web import database_lost, release_connections
 
 
 class TurnResponse(Response):
@@ -29,6 +29,7 @@ class TurnResponse(Response):
         super().__init__()
         self.view = view
         self.answer = answer
+        self.running = turn
         language = translation.get_language()  # the request's: the turn's task starts with none of its own
 
         async def run() -> list[Message]:
@@ -44,7 +45,7 @@ class TurnResponse(Response):
             # Shielded: a client that hangs up cancels this wait, never the turn, which ends and is stored.
             ended: list[Message] | Exception = await asyncio.shield(asyncio.wrap_future(self.turn))
         except Exception as exc:
-            ended = exc
+            ended = database_lost(self.running, exc)
         await sync_to_async(self.finish)(ended)  # one hand-off to a thread for the body and its rendering
         return self
 

@@ -19,7 +19,15 @@ from rest_framework.views import APIView
 
 from .. import streaming
 from ..models import Conversation
-from ..web import ErrorResponses, EventStreamMixin, MessagePost, PostsMessages, is_asgi, messages_queryset
+from ..web import (
+    DatabaseGuard,
+    ErrorResponses,
+    EventStreamMixin,
+    MessagePost,
+    PostsMessages,
+    is_asgi,
+    messages_queryset,
+)
 from . import _ag_ui as ag_ui
 from ._ai_sdk import HEADER, VERSION, UIMessageStream, ui_messages
 from ._client_tools import ag_ui_outputs, ai_sdk_outputs, apply_outputs, keep_frontend_tools, last_parts
@@ -55,7 +63,8 @@ def _follow(
     def finished() -> bool:
         return not moving(conversation_id) and not (wait_for_staff and awaiting_staff(conversation_id))
 
-    follower = streaming.Follower(after, until=lambda e: e.type == "turn_end", finished=finished, renderer=renderer)
+    guarded = DatabaseGuard(renderer)  # its renderer reads the database, which may go away meanwhile
+    follower = streaming.Follower(after, until=lambda e: e.type == "turn_end", finished=finished, renderer=guarded)
     response = streaming.sse_response(conversation_id, follower, asgi=is_asgi(request))
     return _ai_sdk(response) if protocol else response
 

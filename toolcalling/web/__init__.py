@@ -1,11 +1,13 @@
 """The HTTP layer every edge shares (the REST API, the frontends' protocols, MCP): the one error shape and the HTTP
-status of each error code, posting a message (its checks, its turn, the turn throttle, a streamed or queued
-turn), and a message as every edge shows it. The edges import this and the packages below it, never each other.
+status of each error code (and a stream's end when its reader loses the database), posting a message (its checks,
+its turn, the turn throttle, a streamed or queued turn), and a message as every edge shows it. The edges import
+this and the packages below it, never each other.
 """
 
 from ._errors import HTTP_STATUS, ErrorResponses, JSONParser, error_body, exception_handler, http_status
+from ._lost_database import DatabaseGuard
 from ._messages import messages_json, messages_queryset
-from ._posting import MessagePost, PostsMessages
+from ._posting import MessagePost, PostsMessages, database_lost
 from ._serializers import (
     AttachmentSerializer,
     JSONField,
@@ -28,6 +30,7 @@ __all__ = [
     "DEFAULT_TURN_RATE",
     "HTTP_STATUS",
     "AttachmentSerializer",
+    "DatabaseGuard",
     "ErrorResponses",
     "EventStreamMixin",
     "JSONField",
@@ -40,6 +43,7 @@ __all__ = [
     "ToolCallStatusField",
     "TurnRateThrottle",
     "accepts_event_stream",
+    "database_lost",
     "error_body",
     "exception_handler",
     "http_status",

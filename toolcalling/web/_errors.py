@@ -5,18 +5,21 @@ The app's errors carry a code and no HTTP (``toolcalling.exceptions``); views ra
 each code its HTTP status (``HTTP_STATUS``, the one table of them) and turns the errors into responses. A turn's
 error also lists the ``messages`` the turn stored before it failed. Validation errors keep DRF's 400 shape
 (Django's own ``ValidationError``, which approval raises for a decision it refuses, gets it too); DRF's other
-errors (401, 403, 404, 405, 429) get the same ``code`` and ``status`` keys. A site's own ``EXCEPTION_HANDLER``
-still handles everything else.
+errors (401, 403, 404, 405, 429) get the same ``code`` and ``status`` keys. A database that cannot be reached
+(Django's ``OperationalError`` and ``InterfaceError``: a server restarting, a connection cut or refused) is a 503
+``database_unavailable`` with ``Retry-After``, logged, not a 500. A site's own ``EXCEPTION_HANDLER`` still handles
+everything else.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.http import Http404
 from django.utils.translation import gettext as _
 from rest_framework import exceptions as drf
@@ -26,8 +29,10 @@ from rest_framework.response import Response
 from rest_framework.serializers import as_serializer_error
 from rest_framework.settings import api_settings
 
-from ..exceptions import APIError, RequestTooLarge, TurnError, UsageLimitExceeded
+from ..exceptions import APIError, DatabaseUnavailable, RequestTooLarge, TurnError, UsageLimitExceeded
 from ._messages import messages_json
+
+logger = logging.getLogger("toolcalling")
 
 # The HTTP status of each error code (docs/reference/errors.md lists them for clients).
 HTTP_STATUS: dict[str, int] = {
@@ -44,6 +49,7 @@ HTTP_STATUS: dict[str, int] = {
     # Services out of reach
     "queue_unavailable": http.HTTP_503_SERVICE_UNAVAILABLE,
     "events_unavailable": http.HTTP_503_SERVICE_UNAVAILABLE,
+    "database_unavailable": http.HTTP_503_SERVICE_UNAVAILABLE,
     # A turn's end
     "turn_failed": http.HTTP_422_UNPROCESSABLE_ENTITY,
     "model_error": http.HTTP_502_BAD_GATEWAY,
@@ -83,6 +89,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     """Our errors become our body; DRF's (and the site's) handler answers the rest."""
     if isinstance(exc, (RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent)):
         exc = RequestTooLarge()  # Django's limits on reading a body: its handler would answer an HTML 400 page
+    elif isinstance(exc, (OperationalError, InterfaceError)):
+        # The database went away (a restart, a connection cut or refused) before the request's writes were
+        # committed: nothing of it is stored (``MessagePost`` says otherwise when its message was).
+        unavailable = DatabaseUnavailable()
+        unavailable.__cause__ = exc
+        exc = unavailable
+    if isinstance(exc, DatabaseUnavailable):  # not a bug, but the operators' to see
+        logger.error("the database could not be reached: %s", exc.__cause__, exc_info=exc)
     if isinstance(exc, APIError):
         return Response(error_body(exc), status=http_status(exc), headers=_headers(exc))
     # Django's own (get_object_or_404) become DRF's, as DRF's handler would make them, so they get our keys too.

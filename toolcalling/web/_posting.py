@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.core.files.uploadedfile import UploadedFile
+from django.db import InterfaceError, OperationalError
 from django.http import HttpResponseBase
 from django.utils.translation import gettext as _
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -16,7 +17,7 @@ from rest_framework.request import Request
 from .. import streaming
 from ..attachments import carried
 from ..engine import Turn
-from ..exceptions import AssistantUnavailable, NotRegistered
+from ..exceptions import AssistantUnavailable, DatabaseUnavailable, NotRegistered
 from ..models import Attachment, Conversation, Message
 from ..toolkit import assistants
 from ._errors import ErrorResponses
@@ -76,15 +77,39 @@ class MessagePost:
         """Around the turn's claim of the conversation: a message refused there (busy, a usage limit, the queue
         down) keeps none of the files it brought; they are deleted again (their files with them). The uploads it
         named by id stay their owner's to send. The files are stored before the claim, since the claim stores the
-        message and gives it its files in one transaction; a file given to a stored message stays."""
+        message and gives it its files in one transaction; a file given to a stored message stays. A database
+        lost after the message was stored is answered as such (``database_lost``)."""
         try:
             yield
-        except BaseException:
-            named_ids = {str(pk) for pk in self.named}
-            brought = [a.pk for a in self.turn.attachments if str(a.pk) not in named_ids]
-            if brought:
-                Attachment.objects.filter(pk__in=brought, message__isnull=True).delete()
+        except BaseException as exc:
+            error = database_lost(self.turn, exc) if isinstance(exc, Exception) else exc
+            if error is not exc:
+                raise error from exc  # its message, with its files, is stored
+            self._drop_files()
             raise
+
+    def _drop_files(self) -> None:
+        """Delete the files this message brought that no stored message took (the uploads it named stay)."""
+        named_ids = {str(pk) for pk in self.named}
+        brought = [a.pk for a in self.turn.attachments if str(a.pk) not in named_ids]
+        if brought:
+            Attachment.objects.filter(pk__in=brought, message__isnull=True).delete()
+
+
+def database_lost(turn: Turn, exc: Exception) -> Exception:
+    """What to answer for ``exc``, an error of ``turn``: when the database went away after the turn stored the
+    user's message, a ``DatabaseUnavailable`` that says the message was stored, so the client does not send it a
+    second time; else ``exc`` itself (``exception_handler`` answers a lost database as a message not taken)."""
+    if not isinstance(exc, (OperationalError, InterfaceError)) or not turn.new_messages:
+        return exc
+    error = DatabaseUnavailable(
+        _(
+            "Your message was stored, but the database went away before the answer to it could be stored. The "
+            "conversation's history shows what was kept; try again later."
+        )
+    )
+    error.__cause__ = exc
+    return error
 
 
 def _turn_for(request: Request, conversation: Conversation, *, stream: bool) -> Turn:

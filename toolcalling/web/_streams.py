@@ -26,6 +26,7 @@ from .. import streaming
 from ..engine import RUN_TURN, Turn, drive, enqueue, start_on_turn_loop
 from ..exceptions import EventsUnavailable, TaskQueueUnavailable, TurnError
 from ..storage import write_db
+from ._lost_database import DatabaseGuard
 
 logger = logging.getLogger("toolcalling")
 
@@ -123,6 +124,8 @@ def stream_turn(
     else:
         # Not a daemon: a turn whose reader hung up still finishes and is stored.
         threading.Thread(target=work, name=f"toolcalling-turn-{conversation_id}").start()
+    if renderer is not None and renderer.uses_database:
+        renderer = DatabaseGuard(renderer)
     follower = streaming.Follower(
         after, until=lambda e: e.type == "turn_end", idle_timeout=math.inf, finished=done.is_set, renderer=renderer
     )
