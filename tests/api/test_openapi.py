@@ -87,7 +87,7 @@ def test_posting_a_message_documents_its_variants_and_errors(document):
 def test_an_upload_is_described_as_multipart_with_its_errors(document):
     post = document["paths"][PREFIX + "attachments/"]["post"]
     assert list(post["requestBody"]["content"]) == ["multipart/form-data"]
-    assert set(post["responses"]) == {"201", "400", "401", "403", "413", "429"}
+    assert set(post["responses"]) == {"201", "400", "401", "403", "413", "429", "503"}  # 503: database_unavailable
     assert "unsupported_attachment" in post["responses"]["400"]["description"]
     assert "attachment_too_large" in post["responses"]["413"]["description"]
     assert "upload_quota_exceeded" in post["responses"]["413"]["description"]

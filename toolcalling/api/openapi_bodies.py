@@ -264,15 +264,16 @@ ERRORS: dict[int, OpenApiResponse] = {
     501: OpenApiResponse(ErrorSerializer, description="Not implemented here."),
     503: OpenApiResponse(
         ErrorSerializer,
-        description="queue_unavailable, or unpriced_model (a cost limit applies and the assistant's model has no "
-        "price): nothing was started or decided.",
+        description="database_unavailable (with Retry-After; any operation), queue_unavailable, or unpriced_model (a "
+        "cost limit applies and the assistant's model has no price): nothing was started or decided.",
     ),
 }
 
 
 def errors(*statuses: int, **described: str) -> dict[int, OpenApiResponse]:
-    """The error responses of one operation; ``described`` rewords one, e.g. ``e409="conversation_busy."``."""
-    out = {status: ERRORS[status] for status in (401, 403, *statuses)}
+    """The error responses of one operation (any may answer 503 ``database_unavailable``); ``described`` rewords
+    one, e.g. ``e409="conversation_busy."``."""
+    out = {status: ERRORS[status] for status in (401, 403, *statuses, 503)}
     for key, text in described.items():
         status = int(key.removeprefix("e"))
         out[status] = OpenApiResponse(ERRORS[status].response, description=text)
