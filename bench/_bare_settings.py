@@ -1,4 +1,5 @@
-"""The test site's settings, its URLs plus the bare view of ``bench/asgi_load.py`` (``bench/_bare_view.py``)."""
+"""The test site's settings, its URLs plus the baselines of ``bench/asgi_load.py`` (``bench/_bare_view.py``,
+``bench/_persisting_view.py``)."""
 
 from tests.settings import *  # noqa: F403
 

@@ -10,7 +10,8 @@ holds (model, system message, tools) is worked out once per process, for the fir
 users all hold the same permissions. ``bench/asgi_load.py`` checks that the model server gets the same request
 from both sides (``bench._model.PROBE``) before it measures.
 
-Served by ``bench._bare_settings``: the test site's settings and URLs plus this view's.
+Served by ``bench._bare_settings``: the test site's settings and URLs plus this view's. Its helpers (the user's
+authentication, the model client, the SSE events) are shared with the persisting view (``bench/_persisting_view.py``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import openai
 from asgiref.sync import sync_to_async
 from django.contrib.auth import aauthenticate
 from django.db import connection
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
@@ -49,6 +51,26 @@ def _model_request(user: Any) -> dict[str, Any]:
     }
 
 
+async def authenticated_user(request: HttpRequest) -> Any:
+    """The request's user as the app's API finds it: the session's, else its HTTP Basic credentials'; or ``None``."""
+    user = await request.auser()
+    return user if user.is_authenticated else await _basic_user(request)
+
+
+def not_authenticated() -> HttpResponseBase:
+    return JsonResponse({"detail": "Not authenticated.", "code": "not_authenticated", "status": None}, status=401)
+
+
+def model_client() -> openai.AsyncOpenAI:
+    """The process's async openai client, made at its first turn with the app's settings."""
+    global _client
+    if _client is None:
+        s = toolcalling_settings
+        _client = openai.AsyncOpenAI(api_key=s.API_KEY, base_url=s.BASE_URL, timeout=s.TIMEOUT,
+                                     max_retries=s.MAX_RETRIES)  # fmt: skip
+    return _client
+
+
 async def _basic_user(request: HttpRequest) -> Any:
     """The active user of the request's HTTP Basic credentials, as DRF's ``BasicAuthentication`` finds them."""
     kind, _, encoded = request.headers.get("Authorization", "").partition(" ")
@@ -62,34 +84,28 @@ async def _basic_user(request: HttpRequest) -> Any:
     return user if user is not None and user.is_active else None
 
 
-def _close_connection() -> None:
+def close_connection() -> None:
     connection.close()  # looked up in the thread that runs it, where the request's connection is
 
 
-def _sse(event: str, data: dict[str, Any]) -> str:
+def sse(event: str, data: dict[str, Any]) -> str:
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
 
 
 @csrf_exempt  # as DRF's views are: the session's CSRF check would refuse the bench client's Basic-auth POST
 @require_POST
-async def bare_turn(request: HttpRequest) -> HttpResponse:
-    global _client, _request
-    user = await request.auser()
-    if not user.is_authenticated:
-        user = await _basic_user(request)
+async def bare_turn(request: HttpRequest) -> HttpResponseBase:
+    global _request
+    user = await authenticated_user(request)
     if user is None:
-        return JsonResponse({"detail": "Not authenticated.", "code": "not_authenticated", "status": None}, status=401)
+        return not_authenticated()
     content = json.loads(request.body)["content"]
     if _request is None:
         _request = await sync_to_async(_model_request)(user)
     # The database is done with: give the request's connection back (to the pool under uvicorn) rather than hold
     # it while the model answers, as the app's turn does; held, 100 streams a worker wait for a pool of 40.
-    await sync_to_async(_close_connection)()
-    if _client is None:
-        s = toolcalling_settings
-        _client = openai.AsyncOpenAI(api_key=s.API_KEY, base_url=s.BASE_URL, timeout=s.TIMEOUT,
-                                     max_retries=s.MAX_RETRIES)  # fmt: skip
-    stream = await _client.chat.completions.create(
+    await sync_to_async(close_connection)()
+    stream = await model_client().chat.completions.create(
         model=_request["model"],
         messages=[{"role": "system", "content": _request["system"]}, {"role": "user", "content": content}],
         tools=_request["tools"],
@@ -102,7 +118,7 @@ async def bare_turn(request: HttpRequest) -> HttpResponse:
             async for chunk in stream:
                 for choice in chunk.choices:
                     if choice.delta.content:
-                        yield _sse("delta", {"content": choice.delta.content})
-        yield _sse("turn_end", {"status": "idle"})
+                        yield sse("delta", {"content": choice.delta.content})
+        yield sse("turn_end", {"status": "idle"})
 
     return StreamingHttpResponse(events(), content_type="text/event-stream")

@@ -1,8 +1,8 @@
 """Many users streaming turns at once under uvicorn and under gunicorn's threaded workers, against a bare Django
-async view and against the ideal.
+async view, a persisting one, and against the ideal.
 
 Run: ``.venv/bin/python bench/asgi_load.py [--users 200] [--turns 2] [--latency 2] [--requests 1] [--rounds 2]
-[--lone 3] [--threads 32 200] [--sync] [--no-bare] [--database sqlite]``.
+[--lone 3] [--threads 32 200] [--sync] [--no-bare] [--no-persisting] [--database sqlite]``.
 
 Each server serves the test site with ``--workers`` processes (default 2) on a private PostgreSQL cluster (or
 SQLite); the bench model answers each request after ``--latency`` seconds, ``--requests`` requests per turn (1: a
@@ -14,12 +14,23 @@ asyncio client in this process sends them all; the servers and the model run in 
 The baseline under uvicorn is a bare Django async view (``bench/_bare_view.py``, served beside the test site's URLs
 by ``bench._bare_settings``): it authenticates the user as the app's API does, makes the same streamed model
 request through the async openai SDK (the system message, the user's text, the assistant's tools), streams the
-deltas back and stores nothing. Before measuring, a probe message through both (``bench._model.PROBE``) checks
-that the model server gets the same request from each; the run stops if not. Then ``--rounds`` loads of each side
-with the same users, turns and latency, interleaved on the same server (app, bare, bare, app, ...): the app's row
-gives its turns/s over all its rounds against the bare view's (``of bare``; in brackets the lowest and highest
-ratio of a round to the bare round next to it). The bare view sends a conversation's first request every turn,
-so from a user's second turn on the app's request is longer by the history.
+deltas back and stores nothing. The bare view sends a conversation's first request every turn, so from a user's
+second turn on the app's request is longer by the history.
+
+The persisting view (``bench/_persisting_view.py``, left out with ``--no-persisting``) is the bare view plus what
+a developer's own streamed chat view must do for a stored turn, by hand with the ORM: per request it loads the
+user's conversation (a new one of each user's per round, as the app's), works out the tools this user may use
+(their permissions checked every request), stores the user's message and sets the conversation running, sends the
+stored history as the messages (so its request grows as the app's does), then stores the answer with its token
+counts and adds them to the conversation's totals. The same rows as the hand-written persisting loop of
+``loop_overhead.py`` (``bench/_persisting_loop.py``): no claim or fencing, no usage counters, no events.
+
+Before measuring, a probe message through each side (``bench._model.PROBE``) checks that the model server gets the
+same request from each (and from the app's and the persisting view's second turn, with the first in its history);
+the run stops if not. Then ``--rounds`` loads of each side with the same users, turns and latency, interleaved on
+the same server (app, bare, persisting, persisting, bare, app, ...): each row gives its turns/s over all its rounds
+against the bare view's (``of bare``; in brackets the lowest and highest ratio of a round to the bare round next to
+it), and the app's against the persisting view's (``of persisting``).
 
 The ideal, when ``--lone`` is not 0: one user alone (``--lone`` rounds of ``--turns`` turns) on the same server
 just before; ideal throughput is every user always busy with a turn as fast as the lone one (users / lone turn).
@@ -43,6 +54,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 VAR = Path(os.environ.setdefault("TOOLCALLING_TEST_VAR", tempfile.mkdtemp(prefix="toolcalling-bench-")))
@@ -56,7 +68,9 @@ from bench._postgres import postgres, server_pid  # noqa: E402
 from bench._site import AUTH, SSE, cpu_seconds, site  # noqa: E402
 
 WARM_USERS = 8  # turns at once before the baseline, so every worker process has served some
-BARE = "/bench/bare/turn/"  # the bare async view's URL (bench/_bare_urls.py)
+BASELINES = ("bare", "persisting")  # the async views the app is measured against, under uvicorn
+# The baselines each side's row gives its ratio to, when they are run.
+AGAINST: dict[str, tuple[str, ...]] = {"app": BASELINES, "bare": (), "persisting": ("bare",)}
 
 
 @dataclass
@@ -78,17 +92,27 @@ class Server:
     name: str
     server: str
     threads: int = 1
-    bare: bool = False  # the bare view measured too, interleaved with the app (async: under uvicorn only)
+    # The async baselines measured too, interleaved with the app (under uvicorn only): "bare", "persisting".
+    baselines: tuple[str, ...] = ()
+
+    @property
+    def sides(self) -> list[str]:
+        return ["app", *self.baselines]
 
 
-def turn_url(base: str, conversation_id: str) -> str:
-    """The app's messages URL of the conversation, or the bare view's for the conversation ``""``."""
-    return f"{base}/api/toolcalling/conversations/{conversation_id}/messages/" if conversation_id else base + BARE
+def turn_path(side: str, conversation_id: str) -> str:
+    """The path a side's turn is posted to: the app's messages URL of the conversation, the bare view's (which
+    has none), or the persisting view's of the conversation (bench/_bare_urls.py)."""
+    if side == "bare":
+        return "/bench/bare/turn/"
+    if side == "persisting":
+        return f"/bench/persisting/turn/{conversation_id}/"
+    return f"/api/toolcalling/conversations/{conversation_id}/messages/"
 
 
-async def streamed_turn(client: httpx2.AsyncClient, base: str, username: str, conversation_id: str) -> str | None:
+async def streamed_turn(client: httpx2.AsyncClient, base: str, username: str, path: str) -> str | None:
     """One streamed turn read to its ``turn_end``: ``None`` when it ended ``idle``, else what went wrong."""
-    url = turn_url(base, conversation_id)
+    url = base + path
     auth = (username, AUTH[1])
     event, error = "", ""
     try:
@@ -108,16 +132,17 @@ async def streamed_turn(client: httpx2.AsyncClient, base: str, username: str, co
     return "the stream closed before its turn_end"
 
 
-async def user_turns(client: httpx2.AsyncClient, base: str, username: str, conversation_id: str, turns: int,
+async def user_turns(client: httpx2.AsyncClient, base: str, username: str, path: str, turns: int,
                      into: Turns) -> None:  # fmt: skip
     for _ in range(turns):
         started = time.perf_counter()
-        error = await streamed_turn(client, base, username, conversation_id)
+        error = await streamed_turn(client, base, username, path)
         into.add(time.perf_counter() - started, error)
 
 
 async def load(base: str, users: list[tuple[str, str]], turns: int) -> tuple[float, Turns]:
-    """All ``users`` (name, conversation) started together; the seconds until the last is done, and the turns."""
+    """All ``users`` (name, path of their turns) started together; the seconds until the last is done, and the
+    turns."""
     limits = httpx2.Limits(max_connections=None, max_keepalive_connections=None)
     done = Turns()
     async with httpx2.AsyncClient(timeout=httpx2.Timeout(900), limits=limits) as client:
@@ -137,11 +162,11 @@ def conversations(usernames: list[str]) -> list[tuple[str, str]]:
     return [(name, str(c.pk)) for name, c in zip(usernames, made, strict=True)]
 
 
-async def probed(base: str, conversation_id: str) -> str:
+async def probed(base: str, path: str) -> str:
     """The text a streamed turn of ``PROBE`` got back: the request the model server received, as JSON."""
     pieces, event = [], ""
     async with httpx2.AsyncClient(timeout=60) as client:
-        url = turn_url(base, conversation_id)
+        url = base + path
         async with client.stream("POST", url, json={"content": PROBE}, headers=SSE, auth=AUTH) as response:
             response.raise_for_status()
             async for line in response.aiter_lines():
@@ -152,34 +177,41 @@ async def probed(base: str, conversation_id: str) -> str:
     return "".join(pieces)
 
 
-def same_model_request(base: str) -> None:
-    """Stop unless the model server gets the same request from the app's turn and from the bare view's."""
-    ((_, conversation_id),) = conversations([AUTH[0]])
-    app, bare = (json.loads(asyncio.run(probed(base, c))) for c in (conversation_id, ""))
-    if app != bare:
-        differ = sorted(k for k in app.keys() | bare.keys() if app.get(k) != bare.get(k))
-        sys.exit(f"the app and the bare view ask the model differently, in {differ}:\n{app}\n{bare}")
+def same_model_request(base: str, sides: list[str]) -> None:
+    """Stop unless the model server gets the same request from the app's first turn of a conversation and from
+    each baseline's, and from the app's second turn and the persisting view's (the history sent back as stored)."""
+    asked: dict[str, list[dict[str, Any]]] = {}
+    for side in sides:
+        ((_, path),) = side_users(side, [AUTH[0]])
+        turns = 1 if side == "bare" else 2  # the bare view keeps no history
+        asked[side] = [json.loads(asyncio.run(probed(base, path))) for _ in range(turns)]
+    for side in sides[1:]:
+        for turn, (app, theirs) in enumerate(zip(asked["app"], asked[side], strict=False), 1):
+            if theirs != app:
+                differ = sorted(k for k in app.keys() | theirs.keys() if app.get(k) != theirs.get(k))
+                sys.exit(f"the app and the {side} view ask the model differently at turn {turn}, in {differ}:\n"
+                         f"{app}\n{theirs}")  # fmt: skip
 
 
 def measure(
     server: Server, base_url: str, options: argparse.Namespace, usernames: list[str]
 ) -> list[dict[str, object]]:
-    """The server's rows: the app's turns, and the bare view's measured in rounds interleaved with them."""
+    """The server's rows: the app's turns, and each baseline's measured in rounds interleaved with them."""
     database = server_pid(VAR) if options.database == "postgresql" else None
-    sides = ["app", "bare"] if server.bare else ["app"]
+    sides = server.sides
     rounds: dict[str, list[Round]] = {side: [] for side in sides}
     with site(base_url, server.server, workers=options.workers, threads=server.threads) as served:
-        if server.bare:
-            same_model_request(served.base)
+        if server.baselines:
+            same_model_request(served.base, sides)
         for side in sides:
             asyncio.run(load(served.base, side_users(side, usernames[:WARM_USERS]), 1))
         lone = Turns()
         for _ in range(options.lone):
-            _, alone = asyncio.run(load(served.base, conversations([AUTH[0]]), options.turns))
+            _, alone = asyncio.run(load(served.base, side_users("app", [AUTH[0]]), options.turns))
             lone.seconds += alone.seconds
             lone.errors += alone.errors
         for n in range(options.rounds):
-            for side in sides if n % 2 == 0 else sides[::-1]:  # app, bare, bare, app, ...: drift hits both
+            for side in sides if n % 2 == 0 else sides[::-1]:  # app, bare, persisting, persisting, bare, app, ...
                 users = side_users(side, usernames)
                 loadavg = os.getloadavg()[0]
                 before = cpu_use(served.pid, database)
@@ -190,13 +222,21 @@ def measure(
     for error in sorted(errors)[:5]:
         print(f"{server.name}: {error}", file=sys.stderr)
     lone_turn = statistics.median(lone.seconds) if lone.seconds else None
-    return [row(server.name, side, rounds[side], rounds.get("bare") if side == "app" else None, lone_turn, options)
-            for side in sides]  # fmt: skip
+    return [row(server.name, side, rounds[side], against(side, rounds), lone_turn, options) for side in sides]
+
+
+def against(side: str, rounds: dict[str, list[Round]]) -> dict[str, list[Round]]:
+    """The baselines' rounds a side's row is measured against: the bare view's, and for the app's the persisting
+    view's too."""
+    return {baseline: rounds[baseline] for baseline in AGAINST[side] if baseline in rounds}
 
 
 def side_users(side: str, usernames: list[str]) -> list[tuple[str, str]]:
-    """(name, conversation) of each user: a new conversation of the app's each, or none for the bare view."""
-    return conversations(usernames) if side == "app" else [(name, "") for name in usernames]
+    """(name, path of their turns) of each user: a new conversation of each's for the app and the persisting
+    view, the one URL of the bare view."""
+    if side == "bare":
+        return [(name, turn_path(side, "")) for name in usernames]
+    return [(name, turn_path(side, conversation)) for name, conversation in conversations(usernames)]
 
 
 @dataclass
@@ -214,10 +254,10 @@ class Round:
         return len(self.turns.seconds) / self.elapsed
 
 
-def row(name: str, side: str, rounds: list[Round], bare: list[Round] | None, lone_turn: float | None,
+def row(name: str, side: str, rounds: list[Round], baselines: dict[str, list[Round]], lone_turn: float | None,
         options: argparse.Namespace) -> dict[str, object]:  # fmt: skip
-    """One side's row: its turns/s over all its rounds, against the bare view's (each round's ratio to the bare
-    round next to it in brackets) and against the ideal when there is a lone turn."""
+    """One side's row: its turns/s over all its rounds, against each of ``baselines`` (each round's ratio to the
+    baseline's round next to it in brackets) and against the ideal when there is a lone turn."""
     seconds = [s for r in rounds for s in r.turns.seconds]
     elapsed = sum(r.elapsed for r in rounds)
     throughput = len(seconds) / elapsed
@@ -226,10 +266,10 @@ def row(name: str, side: str, rounds: list[Round], bare: list[Round] | None, lon
     loads = [r.loadavg for r in rounds]
     result: dict[str, object] = {"server": name, "side": side, "load": f"{min(loads):.2f}–{max(loads):.2f}",
                                  "turns/s": f"{throughput:.2f}"}  # fmt: skip
-    if bare:
-        bare_throughput = sum(len(r.turns.seconds) for r in bare) / sum(r.elapsed for r in bare)
-        each = [r.throughput / b.throughput for r, b in zip(rounds, bare, strict=True)]
-        result["of bare"] = f"{throughput / bare_throughput:.2f} ({min(each):.2f}–{max(each):.2f})"
+    for baseline, theirs in baselines.items():
+        their_throughput = sum(len(r.turns.seconds) for r in theirs) / sum(r.elapsed for r in theirs)
+        each = [r.throughput / b.throughput for r, b in zip(rounds, theirs, strict=True)]
+        result[f"of {baseline}"] = f"{throughput / their_throughput:.2f} ({min(each):.2f}–{max(each):.2f})"
     if lone_turn:
         result["of ideal"] = f"{throughput / (options.users / lone_turn):.2f}"
     result |= {
@@ -251,7 +291,9 @@ def cpu_use(site: int, database: int | None) -> dict[str, float]:
 
 
 def servers(options: argparse.Namespace) -> list[Server]:
-    chosen = [Server(f"uvicorn --workers {options.workers}", "uvicorn", bare=not options.no_bare)]
+    left_out = {"bare": options.no_bare, "persisting": options.no_persisting}
+    baselines = tuple(b for b in BASELINES if not left_out[b])
+    chosen = [Server(f"uvicorn --workers {options.workers}", "uvicorn", baselines=baselines)]
     chosen += [Server(f"gunicorn gthread --threads {t}", "gunicorn", t) for t in options.threads]
     if options.sync:
         chosen.append(Server("gunicorn sync", "gunicorn"))
@@ -275,8 +317,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="*", default=[32], help="gunicorn gthread runs, threads each")
     parser.add_argument("--sync", action="store_true", help="also gunicorn's sync workers (one turn at a time)")
     parser.add_argument("--lone", type=int, default=3, help="rounds of the lone user, the ideal's baseline (0: none)")
-    parser.add_argument("--rounds", type=int, default=2, help="loads per side, the app's and the bare view's in turn")
-    parser.add_argument("--no-bare", action="store_true", help="the app alone, without the bare view's rounds")
+    parser.add_argument("--rounds", type=int, default=2, help="loads per side, the app's and the baselines' in turn")
+    parser.add_argument("--no-bare", action="store_true", help="without the bare view's rounds")
+    parser.add_argument("--no-persisting", action="store_true", help="without the persisting view's rounds")
     parser.add_argument("--database", choices=("postgresql", "sqlite"), default="postgresql")
     # A thread per streamed turn holds a connection; so does every gunicorn thread (persistent connections).
     parser.add_argument("--max-connections", type=int, default=1000, help="PostgreSQL's max_connections")
