@@ -107,7 +107,7 @@ class IssuedThinking:
         request it answers) the prefix each is bound to."""
         keys = [block_key(block) for block in content]
         messages = body.get("messages") if body is not None else None
-        prefixes = issued_prefixes(body, _combined(messages), content) if isinstance(messages, list) else {}
+        prefixes = issued_prefixes(body, _combined(messages), content) if body and isinstance(messages, list) else {}
         with self.lock:
             self.prefixes.update(prefixes)
             first: str | None = None  # the thinking block the answer starts with, which a continuation must too
