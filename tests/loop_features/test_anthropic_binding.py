@@ -3,6 +3,7 @@ the app's own legitimate changes to that prefix (a memory budget dropping an old
 tools, instructions built for each request) end in no 400: the app asks the API to drop the blocks that no longer
 fit (``drop_block`` with its beta header), the API keeps every other one, and what it dropped is logged."""
 
+import json
 import logging
 
 import pytest
@@ -17,6 +18,7 @@ BOUND = pytest.mark.toolcalling(API="anthropic", MODEL=BOUND_MODEL, MODEL_OPTION
 DROP = {"type": "adaptive", "block_binding": {"prefix_mismatch_behavior": "drop_block"}}
 BETA = "interleaved-thinking-2025-05-14"
 ENABLED = {"thinking": {"type": "enabled", "budget_tokens": 1024}, "max_tokens": 2048}
+GOOD = json.dumps({"answer": "yes", "confidence": 0.9})
 DROPPED = (
     "The model API dropped thinking blocks of the request, which the conversation before them no longer matched: {}"
 )
@@ -132,3 +134,18 @@ def test_a_request_without_thinking_gets_adaptive_thinking_with_the_binding_and_
     chosen = {"type": "adaptive", "block_binding": {"prefix_mismatch_behavior": "error"}}
     strict = ModelRequest(model=BOUND_MODEL, messages=[UserMessage("hi")], tools=[], options={"thinking": chosen})
     assert get_model_api().request_body(strict)[0]["thinking"] == chosen
+
+
+@BOUND
+def test_a_structured_output_correction_kept_out_of_the_history_keeps_the_next_turn_going(strict_model, alice, caplog):
+    strict_model.reply('{"answer": "yes"}')  # no confidence: corrected, and the correction is not stored
+    strict_model.reply(GOOD)
+    first = Assistant.get("lf_structured").run(alice, "Is it?")
+    strict_model.reply(GOOD)
+    with caplog.at_level(logging.INFO, logger="toolcalling"):
+        second = Assistant.get("lf_structured").run(alice, "And now?", first.conversation)
+
+    assert second.output == first.output
+    assert len(strict_model.requests[-1]["messages"]) == 3  # the question, the valid answer, the new question
+    # The valid answer's block was bound to the invalid answer and the correction before it.
+    assert dropped(caplog) == [DROPPED.format("messages.1.content.0 (prefix_binding_mismatch)")]
