@@ -117,9 +117,9 @@ def test_a_model_without_preserved_thinking_is_sent_no_binding(strict_model, ali
 
 @pytest.mark.toolcalling(API="anthropic", MODEL=BOUND_MODEL, MODEL_OPTIONS={"extra_headers": {"Anthropic-Beta": BETA}})
 def test_a_request_without_thinking_gets_adaptive_thinking_with_the_binding_and_keeps_the_sites_beta(model):
-    """A request that sets no ``thinking``: "If your request doesn't set the thinking parameter, adding it changes
-    nothing else, since models with preserved thinking think adaptively by default" (platform.claude.com, "Fix a
-    thinking block bound to a different conversation"); a beta the site sends goes with the binding's."""
+    """A request that sets no ``thinking`` gets adaptive thinking with the binding: these models think adaptively
+    by default, so adding it changes nothing else (platform.claude.com, "Fix a thinking block bound to a different
+    conversation"); a beta the site sends goes with the binding's."""
     model.reply("hi")
     request = ModelRequest(model=BOUND_MODEL, messages=[UserMessage("hi")], tools=[])
     body, options = get_model_api().request_body(request)

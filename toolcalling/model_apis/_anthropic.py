@@ -70,8 +70,9 @@ PRESERVED_THINKING_MODELS = (
     "claude-sonnet-5-5",
     "claude-haiku-5-5",
 )
-# "Set thinking.block_binding.prefix_mismatch_behavior to "drop_block" and send the beta header anthropic-beta:
-# thinking-binding-controls-2026-08-01." ("Fix a thinking block bound to a different conversation")
+# The beta that ``thinking.block_binding`` needs: "That setting requires the `thinking-binding-controls-2026-08-01`
+# value in the `anthropic-beta` header." (the API's error, as quoted by apidog.com, "Claude Fable 5.1 Preserved
+# Thinking"; "Fix a thinking block bound to a different conversation" names the same header)
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
 
 # Chat Completions' tool_choice values in the Messages API's form.
@@ -132,12 +133,13 @@ def bind_thinking(body: dict[str, Any]) -> None:
     call's arguments, a structured-output correction stays out of the stored history. Without this the API refuses
     such a request ("The block is bound to a different conversation"), and the stored conversation keeps the change,
     so every later request is refused too ("Sending the same request again can't work, because your history still
-    holds what your code changed"). The API judges each block: those whose prefix is unchanged stay, and "A change
-    only invalidates thinking that already comes after it", so nothing the API could keep is lost, where leaving
-    thinking out by the app would lose it all. Sent whether or not the app changed anything, since it cannot always
-    know (the cache points move each request, and it is the API that says what counts), and "the API doesn't store
-    the setting between requests". A request that sets no ``thinking`` gets adaptive thinking, which these models do
-    by default; one that turns thinking off, or chose a ``prefix_mismatch_behavior`` itself, keeps its choice."""
+    holds what your code changed", "Fix a thinking block bound to a different conversation"). The API judges each
+    block: a change invalidates only the thinking after it, so the blocks whose prefix is unchanged stay, and nothing
+    the API could keep is lost, where leaving thinking out by the app would lose it all. Sent whether or not the app
+    changed anything, since it cannot always know (it is the API that says what counts), and the API keeps the
+    setting for no later request (the same page asks for it on every request of the conversation). A request that
+    sets no ``thinking`` gets adaptive thinking, which these models do by default (same page); one that turns
+    thinking off, or chose a ``prefix_mismatch_behavior`` itself, keeps its choice."""
     model = body.get("model")
     if not (isinstance(model, str) and any(name in model for name in PRESERVED_THINKING_MODELS)):
         return

@@ -1,36 +1,40 @@
 """Preserved thinking's prefix check: on the models that run it, a thinking block is bound to what came before it.
 
-Sources (platform.claude.com, "Preserved thinking", its "Prefix checks on thinking blocks" and "Fix a thinking block
+Sources (platform.claude.com, "Preserved thinking", "Prefix checks on thinking blocks" and "Fix a thinking block
 bound to a different conversation"; docs.aws.amazon.com, Bedrock's "Preserved thinking"; the ``anthropic`` SDK's
-beta types ``BetaThinkingBlockBindingParam``, ``BetaThinkingDroppedInputTransformation``):
+beta types ``BetaThinkingBlockBindingParam``, ``BetaThinkingDroppedInputTransformation``). Where the English page
+was not at hand, its Chinese and Japanese editions were read; what they say is told here, not quoted:
 
 - what is bound: "The top-level ``system`` prompt, ``tools``, and ``messages`` before the block are its prefix. If the
   prefix differs from what you sent when the block was produced, that block and every later thinking block are
-  invalid" (Preserved thinking); "all message content before the block" (Bedrock). A tool use after the block in
-  its own answer is not before it, so an edited input there leaves the block valid (and binds the blocks after it).
-  "A change only invalidates thinking that already comes after it. Thinking before it, and thinking Claude produces
-  after it, stays valid." (Prefix checks);
+  invalid, and the API rejects the request with a 400 error or drops the invalid blocks, whichever you choose."
+  (Preserved thinking); "The top-level system prompt, tools, and all message content before the block are unchanged
+  from the request that produced it" (Bedrock). A tool use after the block in its own answer is not before it, so an
+  edited input there leaves the block valid (and binds the answers after it). A change invalidates only the thinking
+  already after it; thinking before it, and thinking produced after it, stays valid (Prefix checks);
 - what is compared is the content, read as the API reads it: consecutive turns of one role combined, a string
-  content as one text block, objects whatever their key order. ``cache_control`` is left out: the docs' append-only
-  integration ("Send each assistant turn back exactly as the API returned it", "Build ``system`` and ``tools`` once
-  for each conversation, and send that copy every time", "Put every update in a new message at the end") and
-  Claude Code's history, which "has nothing to change", move the cache point to the newest block every request,
-  as the prompt caching guide shows; text is compared as it is, whitespace included (no text says otherwise);
+  content as one text block, objects whatever their key order. ``cache_control`` is left out: "You have nothing to
+  change if ... Claude Code, claude.ai, or Claude Managed Agents manages your conversation history", and "Your code
+  follows the three habits of an append-only integration" (Prefix checks), habits that say nothing of cache points
+  ("Send each assistant turn back exactly as the API returned it", "Build ``system`` and ``tools`` once for each
+  conversation, and send that copy every time", and every update in a new message at the end), while a
+  conversation's requests move the cache point to the newest block as the prompt caching guide shows. Text is
+  compared as it is, whitespace included: no page says whitespace does not count;
 - which models: the pages' ``supportedModels`` (claude-fable-5-2, claude-mythos-5-2, claude-fable-5-1,
   claude-mythos-5-1, claude-opus-5-5, claude-sonnet-5-5, claude-haiku-5-5), less Claude Mythos 5.1, which "records
-  the same signature but doesn't run it" (Bedrock). This server enforces it as for an account created on or after
-  August 31, 2026 ("The API enforces the prefix check by default for accounts created on or after August 31, 2026");
+  the same signature but doesn't run it" (Bedrock). This server enforces the check as for an account it is enforced
+  on: "The API enforces the prefix check by default for accounts created on or after August 31, 2026, 00:00 UTC."
+  (Preserved thinking);
 - the refusal: "messages.1.content.0: Invalid `signature` in `thinking` block. The block is bound to a different
   conversation. Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to "drop_block"." (Fix
-  ...), naming the first block that fails; "If the error still asks for the header, the header didn't arrive"
-  (same page) with, as the error was quoted with ``drop_block`` set but no header, "That setting requires the
-  `thinking-binding-controls-2026-08-01` value in the `anthropic-beta` header." (apidog.com, "Claude Fable 5.1
-  Preserved Thinking");
-- ``drop_block``: "Set ``thinking.block_binding.prefix_mismatch_behavior`` to "drop_block" and send the beta header
-  ``anthropic-beta: thinking-binding-controls-2026-08-01`` ... The next request succeeds, and its
-  ``input_transformations`` array lists each block the API dropped." (Fix ...); each entry ``{"type":
-  "thinking_dropped", "path": "messages.{i}.content.{j}", "reason": "prefix_binding_mismatch"}``, "the rest of that
-  turn's consecutive thinking blocks are removed with it, each with this reason" (the SDK's types).
+  ...), naming the first block that fails. With ``drop_block`` but no beta header the error asks for the header (Fix
+  ..., Chinese edition), worded as quoted in apidog.com's "Claude Fable 5.1 Preserved Thinking": "That setting
+  requires the `thinking-binding-controls-2026-08-01` value in the `anthropic-beta` header.";
+- ``drop_block``: "prefix_mismatch_behavior chooses whether a request that fails the prefix check gets a 400 error or
+  the API drops the failing blocks. The response's input_transformations lists thinking blocks the API dropped"
+  (Preserved thinking), with the beta header ``anthropic-beta: thinking-binding-controls-2026-08-01`` (Fix ...); each
+  entry ``{"type": "thinking_dropped", "path": "messages.{i}.content.{j}", "reason": "prefix_binding_mismatch"}``,
+  "the rest of that turn's consecutive thinking blocks are removed with it, each with this reason" (the SDK's types).
 """
 
 from __future__ import annotations
