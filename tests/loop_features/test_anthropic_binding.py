@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from toolcalling import Assistant
-from toolcalling.model_apis import ModelRequest, UserMessage, get_model_api
+from toolcalling.model_apis import AssistantMessage, ModelRequest, SystemMessage, UserMessage, get_model_api
 
 from .assistants import DatedInstructionsAssistant
 
@@ -148,4 +148,19 @@ def test_a_structured_output_correction_kept_out_of_the_history_keeps_the_next_t
     assert second.output == first.output
     assert len(strict_model.requests[-1]["messages"]) == 3  # the question, the valid answer, the new question
     # The valid answer's block was bound to the invalid answer and the correction before it.
+    assert dropped(caplog) == [DROPPED.format("messages.1.content.0 (prefix_binding_mismatch)")]
+
+
+@BOUND
+def test_a_streamed_answer_logs_the_blocks_dropped_too(strict_model, caplog):
+    strict_model.reply("a1")
+    strict_model.reply("a2")
+    api = get_model_api()
+    first = api.send(ModelRequest(model=BOUND_MODEL, messages=[SystemMessage("Monday."), UserMessage("q1")], tools=[]))
+    later = [AssistantMessage(first.content or "", provider_items=first.provider_items), UserMessage("q2")]
+    request = ModelRequest(model=BOUND_MODEL, messages=[SystemMessage("Tuesday."), UserMessage("q1"), *later], tools=[])
+    deltas: list[str] = []
+    with caplog.at_level(logging.INFO, logger="toolcalling"):
+        assert api.send(request, on_delta=deltas.append).content == "a2"
+    assert "".join(deltas) == "a2"
     assert dropped(caplog) == [DROPPED.format("messages.1.content.0 (prefix_binding_mismatch)")]
