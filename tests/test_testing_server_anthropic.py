@@ -255,3 +255,97 @@ def test_a_thinking_block_of_another_model_is_taken_as_the_api_takes_it(model, c
     message = refused(client, model="claude-sonnet-4-6", tools=[WEATHER], **THINKING,
                       messages=[ASK, {"role": "assistant", "content": [forged, call]}, answer(call["id"])])  # fmt: skip
     assert message.startswith("messages.1.content.0: Invalid `signature` in `thinking` block")
+
+
+BOUND_MODEL = "claude-opus-5-5"
+ADAPTIVE: dict[str, Any] = {"thinking": {"type": "adaptive"}, "max_tokens": 2048}
+DROP: dict[str, Any] = {"type": "adaptive", "block_binding": {"prefix_mismatch_behavior": "drop_block"}}
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+BOUND_TO_ANOTHER = (
+    "messages.1.content.0: Invalid `signature` in `thinking` block. The block is bound to a different conversation. "
+    'Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to "drop_block".'
+)
+
+
+def bound_turn(model: ScriptedModel, client: anthropic.Anthropic) -> list[dict[str, Any]]:
+    """A tool-use answer of a model with preserved thinking (its system prompt "Be brief.", the question marked as a
+    cache point), and the continuation that sends it back with the tool's result."""
+    model.call("get_weather", {"city": "Paris"}, content="Let me look.").interleaved = True
+    marked = {"role": "user", "content": [{"type": "text", "text": ASK["content"], "cache_control": POINT}]}
+    first = client.messages.create(model=BOUND_MODEL, system="Be brief.", messages=[marked], tools=[WEATHER],
+                                   **ADAPTIVE)  # fmt: skip
+    assert [block.type for block in first.content] == ["thinking", "text", "thinking", "tool_use"]
+    blocks = replay(first)
+    return [ASK, {"role": "assistant", "content": blocks}, answer(blocks[-1]["id"])]
+
+
+def test_a_preserved_thinking_block_is_refused_when_what_came_before_it_changed(model, client):
+    history = bound_turn(model, client)
+    changes = {
+        "the system prompt": {"system": "Be very brief.", "tools": [WEATHER]},
+        "the tools": {"system": "Be brief.", "tools": [{**WEATHER, "description": "The weather."}]},
+        "an earlier message": {"system": "Be brief.", "tools": [WEATHER],
+                               "messages": [{"role": "user", "content": "Weather in Paris? "}, *history[1:]]},
+    }  # fmt: skip
+    for what, body in changes.items():
+        message = refused(client, model=BOUND_MODEL, **{"messages": history, **body}, **ADAPTIVE)
+        assert message == BOUND_TO_ANOTHER, what
+    # Asked for drop_block without the beta header, the error asks for the header.
+    message = refused(client, model=BOUND_MODEL, system="Be very brief.", messages=history, tools=[WEATHER],
+                      thinking=DROP, max_tokens=2048)  # fmt: skip
+    assert message == (f"{BOUND_TO_ANOTHER} That setting requires the `{BINDING_BETA}` value in the `anthropic-beta` "
+                       "header.")  # fmt: skip
+    # A model without preserved thinking runs no prefix check.
+    model.reply("21°C.")
+    other = client.messages.create(model=MODEL, system="Be very brief.", messages=history, tools=[WEATHER],
+                                   thinking={"type": "enabled", "budget_tokens": 1024}, max_tokens=2048)  # fmt: skip
+    assert other.content[-1].text == "21°C."
+    assert len(model.rejected) == 4
+
+
+def test_an_unchanged_prefix_is_taken_whatever_its_cache_points_and_the_input_after_the_block(model, client):
+    history = bound_turn(model, client)
+    model.reply("21°C.")
+    model.reply("Still 21°C.")
+    # The cache point moved from the question to the newest block, as each request of a conversation marks it.
+    history[2]["content"][-1]["cache_control"] = POINT
+    system = [{"type": "text", "text": "Be brief."}]
+    tools = [{**WEATHER, "cache_control": POINT}]
+    second = client.messages.create(model=BOUND_MODEL, system=system, messages=history, tools=tools, **ADAPTIVE)
+    assert second.content[-1].text == "21°C." and not model.rejected
+    # An input edited after an answer's thinking blocks leaves them valid; the next answer's block, bound to the input
+    # as it was, is dropped (with drop_block), and it alone.
+    thinking, text, later, call = history[1]["content"]
+    edited = [
+        ASK,
+        {"role": "assistant", "content": [thinking, text, later, {**call, "input": {"city": "Lyon"}}]},
+        *history[2:],
+        {"role": "assistant", "content": replay(second)},
+        {"role": "user", "content": "And now?"},
+    ]
+    third = client.beta.messages.create(model=BOUND_MODEL, system="Be brief.", messages=edited, tools=[WEATHER],
+                                        thinking=DROP, max_tokens=2048, betas=[BINDING_BETA])  # fmt: skip
+    assert third.content[-1].text == "Still 21°C."  # type: ignore[union-attr]
+    assert [entry.model_dump() for entry in third.input_transformations or []] == [
+        {"type": "thinking_dropped", "path": "messages.3.content.0", "reason": "prefix_binding_mismatch"},
+    ]
+    assert not model.rejected
+
+
+def test_drop_block_with_the_beta_header_drops_the_failing_block_and_the_rest_of_its_turn(model, client):
+    history = bound_turn(model, client)
+    model.reply("21°C.")
+    kwargs: dict[str, Any] = {"model": BOUND_MODEL, "messages": history, "tools": [WEATHER], "thinking": DROP,
+                              "max_tokens": 2048}  # fmt: skip
+    with client.beta.messages.stream(system="Be very brief.", betas=[BINDING_BETA], **kwargs) as stream:
+        final = stream.get_final_message()
+    assert final.content[-1].text == "21°C."  # type: ignore[union-attr]
+    assert [(entry.type, entry.path, entry.reason) for entry in final.input_transformations or []] == [
+        ("thinking_dropped", "messages.1.content.0", "prefix_binding_mismatch"),
+        ("thinking_dropped", "messages.1.content.2", "prefix_binding_mismatch"),
+    ]
+    # Nothing changed: nothing dropped, and no entries.
+    model.reply("Still 21°C.")
+    kept = client.beta.messages.create(system="Be brief.", betas=[BINDING_BETA], **kwargs)
+    assert kept.content[-1].text == "Still 21°C." and kept.input_transformations is None  # type: ignore[union-attr]
+    assert not model.rejected

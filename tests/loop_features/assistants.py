@@ -158,3 +158,14 @@ class AnthropicStructuredAssistant(StructuredAssistant):
     id = "lf_anthropic_structured"
     api = "anthropic"
     model = "claude-sonnet-4-5"
+
+
+class DatedInstructionsAssistant(Assistant):
+    """Instructions built for each request: they name the day, which the tests move on between turns."""
+
+    id = "lf_dated_instructions"
+    tools = BASE_TOOLS
+    today = "Monday"
+
+    def get_instructions(self, ctx: Any) -> str:
+        return f"You help with sums. Today is {type(self).today}."

@@ -20,7 +20,7 @@ from . import anthropic_shape
 from .bodies import prompt_text
 from .responses_shape import output_items, response_events, response_object
 from .rules import validate_chat_request
-from .rules_anthropic import IssuedThinking, thinking_enabled, validate_messages_request
+from .rules_anthropic import IssuedThinking, binding_transformations, thinking_enabled, validate_messages_request
 from .rules_responses import Issued, is_reasoning_model, validate_responses_request
 from .scripted import Reply, SentUsage, estimate_usage
 
@@ -277,8 +277,11 @@ class ChatBackend:
             "service_tier": "standard",
         }
         blocks = anthropic_shape.reply_blocks(reply, thinking=thinking)
-        self.thinking.record(blocks)
+        dropped = binding_transformations(body, self.thinking, headers)
+        self.thinking.record(blocks, body)
         message = anthropic_shape.message_object(body, reply, blocks, usage)
+        if dropped:
+            message["input_transformations"] = dropped
         sent = send_usage(message, reply)
         if body.get("stream") is True:
             return 200, {**SSE_HEADERS, **reply.headers}, anthropic_shape.message_events(message, given_usage=sent)

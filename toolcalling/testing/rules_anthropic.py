@@ -13,7 +13,8 @@ Where each rule's text was observed (the API's answers quoted in public threads)
 - more than four cache points: "A maximum of 4 blocks with cache_control may be provided. Found 5."
   (tghamm/Anthropic.SDK #50, continuedev/continue PR #6937);
 - thinking: see ``_check_thinking`` and ``_check_unmodified``; a thinking block of another model is not refused
-  (unlike a Responses reasoning item, see ``_check_thinking``);
+  (unlike a Responses reasoning item, see ``_check_thinking``); on the models with preserved thinking, a block
+  whose prefix changed is refused, or dropped with ``drop_block`` (``rules_anthropic_binding``);
 - the field names and types (``KNOWN_PARAMS``, ``BLOCK_KEYS``) and the roles: the Messages API reference as the
   ``anthropic`` SDK types it (``MessageCreateParams``), worded as the API words validation errors;
 - consecutive turns of one role are not refused but combined into one, then checked ("Consecutive `user` or
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import rules_files as files
+from .rules_anthropic_binding import check_binding, issued_prefixes
 from .rules_anthropic_options import (
     extra,
     required,
@@ -42,7 +44,7 @@ from .rules_anthropic_options import (
 )
 from .wording import is_number
 
-__all__ = ["IssuedThinking", "thinking_enabled", "validate_messages_request"]
+__all__ = ["IssuedThinking", "binding_transformations", "thinking_enabled", "validate_messages_request"]
 
 KNOWN_PARAMS: frozenset[str] = frozenset(
     {
@@ -85,11 +87,13 @@ MAX_CACHE_POINTS = 4
 class IssuedThinking:
     """The thinking blocks the server sent, by signature (their text); per ``tool_use`` id the signature of
     the thinking block it came with; and per thinking block (its signature, or a redacted block's data) the
-    answer it came in, as the keys of its blocks in order (``block_key``)."""
+    answer it came in, as the keys of its blocks in order (``block_key``); on a model with preserved thinking,
+    per thinking block the digest of the prefix it is bound to (``rules_anthropic_binding``)."""
 
     blocks: dict[str, str] = field(default_factory=dict)
     calls: dict[str, str] = field(default_factory=dict)
     answers: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    prefixes: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, signature: str, thinking: str, call_ids: list[str]) -> None:
@@ -98,10 +102,14 @@ class IssuedThinking:
             for call_id in call_ids:
                 self.calls[call_id] = signature
 
-    def record(self, content: list[dict[str, Any]]) -> None:
-        """Remember an answer's content blocks: each thinking block, and the answer each came in."""
+    def record(self, content: list[dict[str, Any]], body: Mapping[str, Any] | None = None) -> None:
+        """Remember an answer's content blocks: each thinking block, the answer each came in, and (``body``: the
+        request it answers) the prefix each is bound to."""
         keys = [block_key(block) for block in content]
+        messages = body.get("messages") if body is not None else None
+        prefixes = issued_prefixes(body, _combined(messages), content) if body and isinstance(messages, list) else {}
         with self.lock:
+            self.prefixes.update(prefixes)
             first: str | None = None  # the thinking block the answer starts with, which a continuation must too
             for block in content:
                 if block.get("type") == "thinking":
@@ -155,10 +163,19 @@ def validate_messages_request(
     validate_thinking(body, errors)
     validate_output_config(body.get("output_config"), errors, body.get("model"))
     _validate_messages(body, issued, errors)
+    if not errors:
+        errors.extend(check_binding(body, _combined(body["messages"]), issued.prefixes, headers)[0])
     points = _cache_points(body)
     if points > MAX_CACHE_POINTS:
         errors.append(f"A maximum of {MAX_CACHE_POINTS} blocks with cache_control may be provided. Found {points}.")
     return errors
+
+
+def binding_transformations(
+    body: Mapping[str, Any], issued: IssuedThinking, headers: Mapping[str, str] | None
+) -> list[dict[str, str]]:
+    """The ``input_transformations`` of a valid request: the thinking blocks ``drop_block`` dropped."""
+    return check_binding(body, _combined(body["messages"]), issued.prefixes, headers)[1]
 
 
 # --- messages ---------------------------------------------------------------------------------------

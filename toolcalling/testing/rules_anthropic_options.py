@@ -125,12 +125,23 @@ def validate_thinking(body: Mapping[str, Any], errors: list[str]) -> None:
     thinking = body.get("thinking")
     if thinking is None:
         return
-    kinds = {"enabled": {"type", "budget_tokens", "display"}, "disabled": {"type"}, "adaptive": {"type", "display"}}
+    # ``block_binding`` as the SDK types it (``BetaThinkingBlockBindingParam``, on enabled and adaptive thinking).
+    kinds = {"enabled": {"type", "budget_tokens", "display", "block_binding"}, "disabled": {"type"},
+             "adaptive": {"type", "display", "block_binding"}}  # fmt: skip
     if not isinstance(thinking, Mapping) or thinking.get("type") not in kinds:
         errors.append("thinking: Input tag does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'")
         return
     kind = thinking["type"]
     errors.extend(extra(f"thinking.{kind}.{key}") for key in thinking if key not in kinds[kind])
+    binding = thinking.get("block_binding")
+    if binding is not None and not isinstance(binding, Mapping):
+        errors.append(f"thinking.{kind}.block_binding: Input should be a valid dictionary")
+    elif binding is not None:
+        errors.extend(extra(f"thinking.{kind}.block_binding.{key}") for key in binding
+                      if key != "prefix_mismatch_behavior")  # fmt: skip
+        if binding.get("prefix_mismatch_behavior") not in (None, "error", "drop_block"):
+            errors.append(f"thinking.{kind}.block_binding.prefix_mismatch_behavior: Input should be 'error' or "
+                          "'drop_block'")  # fmt: skip
     if kind == "enabled":
         budget = thinking.get("budget_tokens")
         if not isinstance(budget, int) or isinstance(budget, bool):

@@ -6,7 +6,9 @@ an answer's calls ``tool_use`` blocks and results ``tool_result`` blocks of the 
 (``ModelReply.provider_items``) and sent back in that order, thinking blocks unchanged where they came: with
 interleaved thinking a block may follow text, and the API refuses a latest assistant message whose thinking
 blocks moved ("cannot be modified"). ``cache_control`` marks the stable prefix (the last tool, the system
-prompt) and the history so far, so the provider's prompt cache serves the next request. Answers are read from
+prompt) and the history so far, so the provider's prompt cache serves the next request. On the models with
+preserved thinking, which bind each thinking block to what came before it, the request asks the API to drop the
+blocks whose prefix the app changed instead of refusing the request (``bind_thinking``). Answers are read from
 the JSON the endpoint sent (``_reading``), as strictly as the other APIs'.
 """
 
@@ -55,6 +57,24 @@ BLOCK_TYPES = (*THINKING_TYPES, "text", "tool_use")
 
 CACHE_POINT = {"type": "ephemeral"}
 
+# The models with preserved thinking (the "supportedModels" of platform.claude.com's "Prefix checks on thinking
+# blocks"): "If the prefix differs from what you sent when the block was produced, that block and every later
+# thinking block are invalid, and the API rejects the request with a 400 error or drops the invalid blocks,
+# whichever you choose." ("Preserved thinking"). Matched within the id, so platforms' ids and dated ones match too.
+PRESERVED_THINKING_MODELS = (
+    "claude-fable-5-2",
+    "claude-mythos-5-2",
+    "claude-fable-5-1",
+    "claude-mythos-5-1",
+    "claude-opus-5-5",
+    "claude-sonnet-5-5",
+    "claude-haiku-5-5",
+)
+# The beta that ``thinking.block_binding`` needs: "That setting requires the `thinking-binding-controls-2026-08-01`
+# value in the `anthropic-beta` header." (the API's error, as quoted by apidog.com, "Claude Fable 5.1 Preserved
+# Thinking"; "Fix a thinking block bound to a different conversation" names the same header)
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+
 # Chat Completions' tool_choice values in the Messages API's form.
 TOOL_CHOICES = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
 
@@ -100,7 +120,40 @@ def request_body(request: ModelRequest) -> dict[str, Any]:
         body["tools"] = tools
     body["messages"] = messages
     body.update(options_for_messages({**toolcalling_settings.MODEL_OPTIONS, **request.options}))
+    bind_thinking(body)
     return body
+
+
+def bind_thinking(body: dict[str, Any]) -> None:
+    """On a model with preserved thinking, ask the API to drop each thinking block whose prefix changed rather than
+    refuse the request (``drop_block`` and its beta header), on every request of the conversation.
+
+    The app changes what came before a block in ways it means to: a memory budget or ``memory = "final"`` leaves out
+    earlier turns, instructions are built for each request, tool search offers what it found, an approver edits a
+    call's arguments, a structured-output correction stays out of the stored history. Without this the API refuses
+    such a request ("The block is bound to a different conversation"), and the stored conversation keeps the change,
+    so every later request is refused too ("Sending the same request again can't work, because your history still
+    holds what your code changed", "Fix a thinking block bound to a different conversation"). The API judges each
+    block: a change invalidates only the thinking after it, so the blocks whose prefix is unchanged stay, and nothing
+    the API could keep is lost, where leaving thinking out by the app would lose it all. Sent whether or not the app
+    changed anything, since it cannot always know (it is the API that says what counts), and the API keeps the
+    setting for no later request (the same page asks for it on every request of the conversation). A request that
+    sets no ``thinking`` gets adaptive thinking, which these models do by default (same page); one that turns
+    thinking off, or chose a ``prefix_mismatch_behavior`` itself, keeps its choice."""
+    model = body.get("model")
+    if not (isinstance(model, str) and any(name in model for name in PRESERVED_THINKING_MODELS)):
+        return
+    thinking = body.get("thinking", {"type": "adaptive"})
+    if not isinstance(thinking, dict) or thinking.get("type") == "disabled":
+        return
+    chosen = thinking.get("block_binding")
+    binding = {"prefix_mismatch_behavior": "drop_block", **(chosen if isinstance(chosen, dict) else {})}
+    body["thinking"] = {**thinking, "block_binding": binding}
+    headers = dict(body.get("extra_headers") or {})
+    key = next((name for name in headers if name.lower() == "anthropic-beta"), "anthropic-beta")
+    betas = [beta.strip() for beta in str(headers.get(key) or "").split(",") if beta.strip()]
+    headers[key] = ",".join(betas if BINDING_BETA in betas else [*betas, BINDING_BETA])
+    body["extra_headers"] = headers
 
 
 # Building requests --------------------------------------------------------------------------------------

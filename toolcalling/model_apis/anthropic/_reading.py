@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -16,6 +17,8 @@ from django.utils.translation import gettext as _
 from ...exceptions import ModelError
 from .. import _reading as read
 from .._base import DeltaCallback, ModelReply, RequestedCall, Usage, invalid, tool_input_of
+
+logger = logging.getLogger("toolcalling")
 
 # How the API sends tool input the model wrote as text that is not a JSON object.
 INVALID_JSON = "INVALID_JSON"
@@ -36,6 +39,7 @@ def reply_from_message(data: Any, requested_model: str) -> ModelReply:
     blocks = data.get("content")
     if not isinstance(blocks, list):
         raise invalid("the message has no content list")
+    log_dropped(data.get("input_transformations"))
     text: list[str] = []
     calls: list[RequestedCall] = []
     issued: list[dict[str, Any]] = []
@@ -162,6 +166,19 @@ class EventAssembler:
                 value = None
             # Text that is no object goes to the tool's validation as it came, as on the other APIs.
             self.blocks[index]["input"] = value if isinstance(value, dict) else {INVALID_JSON: raw}
+
+
+def log_dropped(transformations: Any) -> None:
+    """Log (INFO) the thinking blocks the API dropped from the request (``input_transformations``, "one entry per
+    block, in request order"): reasoning the model did not see, which costs input and may cost quality. Only a log:
+    the stored conversation is what was sent, and the API judges it again on the next request."""
+    if not isinstance(transformations, list):
+        return
+    dropped = [f"{entry.get('path')} ({entry.get('reason')})" for entry in transformations
+               if isinstance(entry, dict) and entry.get("type") == "thinking_dropped"]  # fmt: skip
+    if dropped:
+        logger.info("The model API dropped thinking blocks of the request, which the conversation before them no "
+                    "longer matched: %s", ", ".join(dropped))  # fmt: skip
 
 
 def _call(block: dict[str, Any], where: str) -> RequestedCall:
