@@ -6,6 +6,7 @@ import json
 import sys
 
 import anthropic
+import pydantic
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
@@ -268,3 +269,26 @@ def test_an_answer_of_another_model_goes_back_with_its_thinking_blocks(strict_mo
     kinds = [[block["type"] for block in content] for content in sent]
     assert kinds == [["thinking", "tool_use"], ["thinking", "text"]]
     assert [content[0] for content in sent] == [items[0] for items in issued]  # unchanged
+
+
+class Metadata(pydantic.BaseModel):
+    user_id: str
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [{"user_id": "site-user-7"}, Metadata(user_id="site-user-7")],
+    ids=["plain JSON, sent as the app encodes it", "a value only the SDK encodes, left to the SDK"],
+)
+@ANTHROPIC
+def test_the_body_reaches_the_api_whole_whoever_encodes_it(strict_model, alice, metadata):
+    # The app hands the SDK the body's JSON text, so the SDK does not copy the whole history on every request; a
+    # body JSON cannot encode as it is (a pydantic model in MODEL_OPTIONS) still goes, encoded by the SDK.
+    strict_model.calls(("add", {"a": 2, "b": 3}))
+    strict_model.reply("5")
+    with override_toolcalling(MODEL_OPTIONS={"metadata": metadata, "temperature": 0.5}):
+        result = Assistant.get("helper").run(alice, "2 + 3?")
+    assert result.reply == "5"
+    for request in strict_model.requests:
+        assert request["metadata"] == {"user_id": "site-user-7"} and request["temperature"] == 0.5
+    assert blocks(strict_model.requests[1], "user", "tool_result")[0]["content"] == "5"

@@ -45,6 +45,10 @@ class PostedModelAPI(ModelAPI):
     def assembler(self, model: str, on_delta: DeltaCallback) -> read.Assembler:
         """What reads a streamed answer."""
 
+    def payload(self, body: dict[str, Any]) -> dict[str, Any]:
+        """What the SDK's ``post`` takes to send ``body`` (this default: the body itself, which the SDK encodes)."""
+        return {"body": body}
+
     def stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
         """The body that asks for a stream."""
         return {**body, "stream": True}
@@ -104,10 +108,10 @@ class PostedModelAPI(ModelAPI):
         body, options = self.request_body(request)
         with self.errors():
             if on_delta is None:
-                response = self.client.post(self.path, body=body, options=options, cast_to=httpx2.Response)
+                response = self.client.post(self.path, **self.payload(body), options=options, cast_to=httpx2.Response)
                 return self.reply(read.parse_json(response.content), request.model)
             # A server that answers with one JSON body instead of a stream is read as such.
-            response = self.client.post(self.path, body=self.stream_body(body), options=options,
+            response = self.client.post(self.path, **self.payload(self.stream_body(body)), options=options,
                                         cast_to=httpx2.Response, stream=True)  # fmt: skip
             model = body["model"]
             return read.streamed_reply(response, model, on_delta, self.reply, self.assembler(model, on_delta))
@@ -122,9 +126,9 @@ class PostedModelAPI(ModelAPI):
         body, options = self.request_body(request)
         with self.errors():
             if on_delta is None:
-                response = await client.post(self.path, body=body, options=options, cast_to=httpx2.Response)
+                response = await client.post(self.path, **self.payload(body), options=options, cast_to=httpx2.Response)
                 return self.reply(read.parse_json(response.content), request.model)
-            response = await client.post(self.path, body=self.stream_body(body), options=options,
+            response = await client.post(self.path, **self.payload(self.stream_body(body)), options=options,
                                          cast_to=httpx2.Response, stream=True)  # fmt: skip
             model = body["model"]
             return await read.astreamed_reply(response, model, on_delta, self.reply, self.assembler(model, on_delta))
