@@ -1,7 +1,9 @@
 """Shared fixtures: users, an API client, and a strict scripted model served over HTTP."""
 
 import os
+import sys
 import threading
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,8 +141,25 @@ def live_server_requests(server) -> int:
     of pytest-django's server (ThreadingMixIn starts one per connection)."""
     if isinstance(server, asgi_server.ASGILiveServer):
         return server.requests_running()
+    return len(request_threads(server))
+
+
+def request_threads(server) -> list[threading.Thread]:
     httpd = server.thread.httpd
-    return len([t for t in threading.enumerate() if getattr(getattr(t, "_target", None), "__self__", None) is httpd])
+    return [t for t in threading.enumerate() if getattr(getattr(t, "_target", None), "__self__", None) is httpd]
+
+
+def where_requests_wait(server) -> str:
+    """Where each request thread of pytest-django's live server is now: what a request that did not end waits on."""
+    if isinstance(server, asgi_server.ASGILiveServer):
+        return ""
+    frames = sys._current_frames()
+    stacks = []
+    for thread in request_threads(server):
+        frame = frames.get(thread.ident or -1)
+        if frame is not None:
+            stacks.append(f"{thread.name}:\n" + "".join(traceback.format_stack(frame)[-8:]))
+    return "\n".join(stacks)
 
 
 def turns_running() -> int:
@@ -179,7 +198,10 @@ def requests_end_with_their_test(request) -> Iterator[None]:
         return
     # 20 s: less than two default keepalives (15 s), so a test that forgot a short one fails here, every time.
     what = "the live server's requests to end (does a stream whose reader left have a short EVENTS_KEEPALIVE?)"
-    services.wait_until(lambda: not live_server_requests(server), timeout=20, what=what)
+    try:
+        services.wait_until(lambda: not live_server_requests(server), timeout=20, what=what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the requests' threads are at:\n{where_requests_wait(server)}") from None
 
 
 @pytest.fixture
