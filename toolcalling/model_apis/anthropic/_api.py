@@ -103,9 +103,9 @@ class Anthropic(PostedModelAPI):
     def payload(self, body: dict[str, Any]) -> dict[str, Any]:
         """The body as the JSON text the SDK would send, given as ``content``: from a ``body`` the SDK's ``post``
         first copies the whole tree (``prepare_request_data``, looking for files to read), every block of the
-        history on every request, some 4,000 calls a request at 20 turns of history. Encoded as the SDK's encoder does
-        (compact, UTF-8, no NaN); a body JSON cannot encode so (a value only the SDK knows, in ``MODEL_OPTIONS``)
-        is left to the SDK."""
+        history on every request, some 4,000 calls a request at 20 turns of history. Encoded as the SDK's
+        encoder does (compact, UTF-8, no NaN); a body JSON cannot encode so (a value only the SDK knows, in
+        ``MODEL_OPTIONS``) is left to the SDK."""
         try:
             text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
         except (TypeError, ValueError):
