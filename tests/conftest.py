@@ -3,6 +3,7 @@
 import os
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -158,8 +159,26 @@ def where_requests_wait(server) -> str:
     for thread in request_threads(server):
         frame = frames.get(thread.ident or -1)
         if frame is not None:
-            stacks.append(f"{thread.name}:\n" + "".join(traceback.format_stack(frame)[-8:]))
+            where = "".join(traceback.format_stack(frame)[-8:])
+            stacks.append(f"{thread.name} ({what_request_does(frame)}):\n{where}")
     return "\n".join(stacks)
+
+
+def what_request_does(frame) -> str:
+    """The request a live-server thread serves, from its frames: its request line, and for an event stream the
+    keepalive it writes with (a stream whose reader left ends at its second keepalive) and how long ago it last
+    wrote."""
+    said = []
+    while frame is not None:
+        names = frame.f_locals
+        if frame.f_code.co_name == "follow" and "follower" in names:
+            follower = names["follower"]
+            since = time.monotonic() - follower.last_write_at
+            said.append(f"keepalive {follower.keepalive} s, last written {since:.1f} s ago")
+        if frame.f_code.co_name == "handle_one_request" and "self" in names:
+            said.append(repr(getattr(names["self"], "requestline", "")))
+        frame = frame.f_back
+    return ", ".join(reversed(said))
 
 
 def turns_running() -> int:
