@@ -2,7 +2,8 @@
 
 It reads ``run <turns>`` lines on stdin and answers each with a JSON list of seconds per turn: ``turns`` turns of
 one new conversation through ``Assistant.run`` (the first turn makes it), every message and call stored
-(``persist <turns>``: the same turns by the hand-written persisting loop of ``_persisting_loop.py``).
+(``persist <turns>``: the same turns by the hand-written persisting loop of ``_persisting_loop.py``;
+``persist-post <turns>``: that loop asking through ``client.post``, as the app asks).
 The database comes from ``TOOLCALLING_TEST_DATABASE`` as in the test settings; the model server from ``--base-url``.
 """
 
@@ -72,6 +73,8 @@ def main() -> None:
             if command == "persist":
                 loop = persisting_anthropic_loop if api == "anthropic" else persisting_loop
                 print(json.dumps(loop(base_url, user, int(turns))), flush=True)
+            elif command == "persist-post":
+                print(json.dumps(persisting_loop(base_url, user, int(turns), post=True)), flush=True)
             else:
                 print(json.dumps(run(assistant, user, int(turns))), flush=True)
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 import functools
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
+import httpx2
 import openai
 from django.db import transaction
 from django.db.models import F
@@ -33,10 +35,57 @@ def sdk_client(base_url: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
 
 
-def persisting_loop(base_url: str, user: Any, turns: int, *, conversation: Conversation | None = None) -> list[float]:
+@dataclass
+class Answer:
+    """What the loop keeps of an answer: the message to send back, and what it stores."""
+
+    message: dict[str, Any]
+    content: str
+    calls: list[tuple[str, str, str]]  # (id, name, arguments)
+    model: str
+    prompt: int
+    completion: int
+
+
+def created(client: openai.OpenAI, history: list[dict[str, Any]]) -> Answer:
+    """An answer through ``chat.completions.create``, as the bare loop asks."""
+    response = client.chat.completions.create(model="m", messages=history, tools=[ADD])
+    message = response.choices[0].message
+    usage = response.usage
+    return Answer(
+        message.model_dump(exclude_none=True),
+        message.content or "",
+        [(call.id, call.function.name, call.function.arguments) for call in message.tool_calls or []],
+        response.model,
+        *((usage.prompt_tokens, usage.completion_tokens) if usage else (0, 0)),
+    )
+
+
+def posted(client: openai.OpenAI, history: list[dict[str, Any]]) -> Answer:
+    """An answer through the SDK's plain ``client.post("/chat/completions")`` and the JSON it answers, as the app
+    asks: the SDK does not walk the history through its parameter transform."""
+    body = {"model": "m", "messages": history, "tools": [ADD]}
+    response = json.loads(client.post("/chat/completions", body=body, cast_to=httpx2.Response).content)
+    message = response["choices"][0]["message"]
+    usage = response.get("usage") or {}
+    calls = message.get("tool_calls") or []
+    return Answer(
+        {key: value for key, value in message.items() if value is not None},
+        message.get("content") or "",
+        [(call["id"], call["function"]["name"], call["function"]["arguments"]) for call in calls],
+        response["model"],
+        usage.get("prompt_tokens", 0),
+        usage.get("completion_tokens", 0),
+    )
+
+
+def persisting_loop(
+    base_url: str, user: Any, turns: int, *, conversation: Conversation | None = None, post: bool = False
+) -> list[float]:
     """Seconds per turn of a new conversation of ``turns`` turns (or of ``conversation``), every message and call
-    stored."""
+    stored; ``post``: each answer asked for through ``client.post``, as the app asks (``posted``)."""
     client = sdk_client(base_url)
+    ask = posted if post else created
     # Made before the clock starts, as the app's conversation is.
     if conversation is None:
         conversation = Conversation.objects.create(user=user, assistant_id="bench")
@@ -51,17 +100,15 @@ def persisting_loop(base_url: str, user: Any, turns: int, *, conversation: Conve
             )
         history.append({"role": "user", "content": QUESTION})
         while True:
-            response = client.chat.completions.create(model="m", messages=history, tools=[ADD])
-            message = response.choices[0].message
-            history.append(message.model_dump(exclude_none=True))
-            usage = response.usage
-            prompt, completion = (usage.prompt_tokens, usage.completion_tokens) if usage else (0, 0)
+            answer = ask(client, history)
+            history.append(answer.message)
+            prompt, completion = answer.prompt, answer.completion
             with transaction.atomic():
                 stored = Message.objects.create(
                     conversation=conversation,
                     role=Message.Role.ASSISTANT,
-                    content=message.content or "",
-                    model=response.model,
+                    content=answer.content,
+                    model=answer.model,
                     prompt_tokens=prompt,
                     completion_tokens=completion,
                     total_tokens=prompt + completion,
@@ -71,12 +118,12 @@ def persisting_loop(base_url: str, user: Any, turns: int, *, conversation: Conve
                         conversation=conversation,
                         message=stored,
                         index=index,
-                        call_id=call.id,
-                        name=call.function.name,
-                        raw_arguments=call.function.arguments,
+                        call_id=call_id,
+                        name=name,
+                        raw_arguments=arguments,
                         status=ToolCall.Status.RUNNING,
                     )
-                    for index, call in enumerate(message.tool_calls or [])
+                    for index, (call_id, name, arguments) in enumerate(answer.calls)
                 ]
                 ended = {} if calls else {"status": Conversation.Status.IDLE}
                 Conversation.objects.filter(pk=conversation.pk).update(
@@ -99,7 +146,7 @@ def persisting_loop(base_url: str, user: Any, turns: int, *, conversation: Conve
                         conversation=conversation, role=Message.Role.TOOL, content=result, tool_call_id=call.call_id
                     )
                 history.append({"role": "tool", "tool_call_id": call.call_id, "content": result})
-        assert message.content == ANSWER
+        assert answer.content == ANSWER
         times.append(time.perf_counter() - started)
     return times
 
