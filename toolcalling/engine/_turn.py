@@ -262,11 +262,11 @@ class Turn:
         if reserve and direct_calls:
             self.meter.limits = [(limit, key) for limit, key in self.meter.limits if limit.quantity == "tool_calls"]
             self.meter.check(new_turn=False, status=self.conversation.status)
-            self.meter.prepare()
+            storage.with_retries(self.meter.prepare, self.meter.database)  # a deadlock of new rows
             self.meter.add(tool_calls=direct_calls)  # counted here when limits apply, else with the turn's end
         elif reserve:
             self.meter.check(new_turn=True, status=self.conversation.status)  # the common refusal: no write at all
-            self.meter.prepare()
+            storage.with_retries(self.meter.prepare, self.meter.database)  # a deadlock of new rows
             self.meter.add(turns=1)  # counted here when limits apply, else with the turn's end
             self.turn_counted = True
         title = " ".join(content.split())[:80] if content is not None else None

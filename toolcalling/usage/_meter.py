@@ -253,8 +253,14 @@ class Meter:
     def prepare(self) -> None:
         """Make the rows the turn counts in, if this process has not seen them yet, before the turn's first
         transaction: inserting a row that exists locks it (MariaDB) or waits for the turn inserting it
-        (PostgreSQL), a lock held to the commit, taken out of order."""
+        (PostgreSQL), a lock held to the commit, taken out of order. The insert is a transaction of its own on
+        ``database``, which turns inserting the same new rows at once can deadlock: the caller tries it again."""
         self.row_ids(timezone.now())
+
+    @property
+    def database(self) -> str:
+        """The database alias the counters are written to."""
+        return router.db_for_write(counter_model())
 
     @property
     def limited(self) -> bool:
