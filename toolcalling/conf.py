@@ -186,22 +186,26 @@ class ToolcallingSettings:
             )
 
     def __getattr__(self, name: str) -> Any:
+        # Only a setting not read since the last reload comes here (a read one is an attribute): under the lock,
+        # so a reload in another thread (a test's override) never meets a value read from the settings before it
+        # being kept after it.
         if name not in DEFAULTS:
             raise AttributeError(f"Invalid TOOLCALLING setting: {name!r}")
-        value = self.user_settings.get(name, DEFAULTS[name])
-        if name == "API_KEY" and value is None:
-            value = os.environ.get("OPENAI_API_KEY")
-        elif name == "BASE_URL" and value is None:
-            value = os.environ.get("OPENAI_BASE_URL") or None
-        elif name == "EVENTS_REDIS_URL" and value is None:
-            value = os.environ.get("REDIS_URL") or None
-        elif name == "ATTACHMENTS":
-            value = {**DEFAULTS["ATTACHMENTS"], **value}
-        elif name in IMPORT_STRINGS:
-            value = [import_string(v)() if isinstance(v, str) else v for v in value]
-        self._cached.add(name)
-        setattr(self, name, value)
-        return value
+        with self._lock:
+            value = self.user_settings.get(name, DEFAULTS[name])
+            if name == "API_KEY" and value is None:
+                value = os.environ.get("OPENAI_API_KEY")
+            elif name == "BASE_URL" and value is None:
+                value = os.environ.get("OPENAI_BASE_URL") or None
+            elif name == "EVENTS_REDIS_URL" and value is None:
+                value = os.environ.get("REDIS_URL") or None
+            elif name == "ATTACHMENTS":
+                value = {**DEFAULTS["ATTACHMENTS"], **value}
+            elif name in IMPORT_STRINGS:
+                value = [import_string(v)() if isinstance(v, str) else v for v in value]
+            self._cached.add(name)
+            setattr(self, name, value)
+            return value
 
     def derived(self, key: str, build: Callable[[], T]) -> T:
         """An object built from these settings (the model client, the event store), built once and kept
@@ -212,11 +216,11 @@ class ToolcallingSettings:
             return self._derived[key]
 
     def reload(self) -> None:
-        for name in self._cached:
-            delattr(self, name)
-        self._cached.clear()
-        self._user_settings = None
         with self._lock:
+            for name in self._cached:
+                delattr(self, name)
+            self._cached.clear()
+            self._user_settings = None
             self._derived.clear()
 
 

@@ -1,6 +1,7 @@
 """Settings validation, system checks, migrations, the admin pages and the packaging contract."""
 
 import io
+import threading
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -18,6 +19,31 @@ def test_defaults_and_overrides_follow_setting_changed():
         assert toolcalling_settings.MAX_CALLS_PER_TOOL == 3
         assert toolcalling_settings.ON_LIMIT_EXCEEDED == "return_error"
     assert toolcalling_settings.MAX_CALLS_PER_TOOL == 40
+
+
+class SlowHook:
+    """A hook whose making waits until released: a settings read in another thread that is still going on."""
+
+    started = threading.Event()
+    release = threading.Event()
+
+    def __init__(self) -> None:
+        SlowHook.started.set()
+        SlowHook.release.wait(timeout=10)
+
+
+def test_a_setting_read_in_another_thread_during_an_override_is_not_kept_after_it():
+    # A server's thread may read a setting while a test's override ends: what it read from the override's
+    # settings must not stay, or every later test reads the override's value (its keepalive, its hooks).
+    read = []
+    with override_settings(TOOLCALLING={"HOOKS": [f"{__name__}.SlowHook"]}):
+        reader = threading.Thread(target=lambda: read.append(toolcalling_settings.HOOKS))
+        reader.start()
+        assert SlowHook.started.wait(timeout=10)
+        threading.Timer(0.2, SlowHook.release.set).start()  # the reader goes on while the override ends
+    reader.join(timeout=10)
+    assert [type(hook) for hook in read[0]] == [SlowHook]
+    assert toolcalling_settings.HOOKS == []
 
 
 def test_api_key_and_base_url_default_to_the_environment(monkeypatch):
