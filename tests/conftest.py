@@ -94,6 +94,39 @@ def pytest_runtest_teardown(item, nextitem):
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A live-server test that failed in its body says, in its report, where the server's requests were then and
+    what the database's other sessions were doing: a page that waited for an answer that never came shows why."""
+    report = yield
+    if report.when == "call" and report.failed and "live_server" in item.fixturenames:
+        server = item.funcargs.get("live_server")
+        if server is not None and not isinstance(server, asgi_server.ASGILiveServer):
+            report.sections.append(("the live server's requests when it failed", where_requests_wait(server) or "none"))
+            report.sections.append(("the database's sessions when it failed", database_sessions()))
+    return report
+
+
+def database_sessions() -> str:
+    """The test database's other sessions, with what each runs and waits for (PostgreSQL and MariaDB)."""
+    from django.db import connection
+
+    query = {
+        "postgresql": "SELECT pid, state, wait_event_type, wait_event, now() - xact_start, left(query, 300)"
+        " FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        "mysql": "SELECT id, command, time, state, left(info, 300) FROM information_schema.processlist"
+        " WHERE id <> connection_id()",
+    }.get(connection.vendor)
+    if query is None:
+        return f"not shown on {connection.vendor}"
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(query)
+            return "\n".join(map(repr, cursor.fetchall())) or "none"
+    except Exception as exc:  # noqa: BLE001 (a report's extra, never the failure itself)
+        return f"could not be read: {exc!r}"
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
     """First the ``database`` marker on the tests its rules select (tests/passes.py), before ``-m`` selects by it;
     last, in the mutation run, only the tests of the mutated area, quickest first (tests/mutation.py)."""
