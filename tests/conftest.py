@@ -86,7 +86,14 @@ def pytest_report_header(config):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_teardown(item, nextitem):
-    """Under mutmut's stats run, before it reads what the test reached: add what the workers ran for it."""
+    """Before the test's fixtures end: the pages a browser test left open are closed while its settings still
+    hold (a page open after its ``EVENTS_KEEPALIVE`` override ended would reopen a stream with the default
+    keepalive, which outlives the wait for the server's requests). Under mutmut's stats run, before it reads what
+    the test reached: add what the workers ran for it."""
+    opened = item.funcargs.get("browser") if "browser" in item.fixturenames else None
+    if opened is not None:
+        for context in opened.contexts:
+            context.close()
     if mutation.collecting():
         from mutmut.state import state
 
