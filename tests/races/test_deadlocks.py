@@ -74,10 +74,13 @@ def test_a_turn_whose_counter_rows_meet_a_deadlock_tries_them_again(transactiona
 
 
 def wait_for_a_lock_wait() -> None:
-    """Until a transaction waits for a row lock (on the database of this pass)."""
+    """Until an insert of counter rows waits for a lock (on the database of this pass)."""
     query = {
-        "postgresql": "SELECT count(*) FROM pg_locks WHERE NOT granted",
-        "mysql": "SELECT count(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'",
+        # An insert waits for the transaction that holds the same key (pg_stat_activity would show this
+        # transaction's snapshot of it: pg_locks is read live).
+        "postgresql": "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'",
+        "mysql": "SELECT count(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'"
+        " AND trx_query LIKE 'INSERT IGNORE INTO `toolcalling_usagecounter`%%'",
     }[connection.vendor]
 
     def waiting() -> bool:
