@@ -187,7 +187,7 @@ class Meter:
         counts, now = self.pending, timezone.now()
         if not counts:
             return
-        with transaction.atomic(using=router.db_for_write(counter_model())):
+        with transaction.atomic(using=self.database):
             self.count(counts, now)
         self.stored(counts)
 
