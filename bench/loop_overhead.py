@@ -55,6 +55,7 @@ import httpx2  # noqa: E402
 import openai  # noqa: E402
 
 from bench._model import ADD, ADD_ANTHROPIC, ADD_RESPONSES, ANSWER, QUESTION, model_server  # noqa: E402
+from bench._persisting_loop import posted  # noqa: E402
 from bench._persisting_peers import persisting_peer_sides  # noqa: E402
 from bench._postgres import postgres  # noqa: E402
 from bench._sides import app_side, close_sides, peer_sides  # noqa: E402
@@ -87,8 +88,8 @@ def bare_sdk(base_url: str, turns: int) -> list[float]:
 
 def bare_sdk_post(base_url: str, turns: int) -> list[float]:
     """The same loop through the SDK's plain ``client.post("/chat/completions")`` and the JSON it answers, as the
-    app asks: ``chat.completions.create`` walks the whole history through the SDK's parameter transform on every
-    request; this loop shows what a loop that stores nothing costs without that walk."""
+    app asks (``_persisting_loop.posted``): ``chat.completions.create`` walks the whole history through the SDK's
+    parameter transform on every request; this loop shows what a loop that stores nothing costs without that walk."""
     client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
     history: list[dict] = [{"role": "system", "content": "You add numbers."}]
     times = []
@@ -96,17 +97,14 @@ def bare_sdk_post(base_url: str, turns: int) -> list[float]:
         started = time.perf_counter()
         history.append({"role": "user", "content": QUESTION})
         while True:
-            body = {"model": "m", "messages": history, "tools": [ADD]}
-            message = json.loads(client.post("/chat/completions", body=body, cast_to=httpx2.Response).content)[
-                "choices"
-            ][0]["message"]
-            history.append({key: value for key, value in message.items() if value is not None})
-            if not message.get("tool_calls"):
+            answer = posted(client, history)
+            history.append(answer.message)
+            if not answer.calls:
                 break
-            for call in message["tool_calls"]:
-                args = json.loads(call["function"]["arguments"])
-                history.append({"role": "tool", "tool_call_id": call["id"], "content": str(args["a"] + args["b"])})
-        assert message["content"] == ANSWER
+            for call_id, _name, arguments in answer.calls:
+                args = json.loads(arguments)
+                history.append({"role": "tool", "tool_call_id": call_id, "content": str(args["a"] + args["b"])})
+        assert answer.content == ANSWER
         times.append(time.perf_counter() - started)
     return times
 
