@@ -54,8 +54,8 @@ django.setup()
 import httpx2  # noqa: E402
 import openai  # noqa: E402
 
-from bench._model import ADD, ADD_ANTHROPIC, ADD_RESPONSES, ANSWER, QUESTION, model_server  # noqa: E402
-from bench._persisting_loop import posted  # noqa: E402
+from bench._model import ADD_ANTHROPIC, ADD_RESPONSES, ANSWER, QUESTION, model_server  # noqa: E402
+from bench._persisting_loop import Answer, created, posted  # noqa: E402
 from bench._persisting_peers import persisting_peer_sides  # noqa: E402
 from bench._postgres import postgres  # noqa: E402
 from bench._sides import app_side, close_sides, peer_sides  # noqa: E402
@@ -64,8 +64,9 @@ Side = Callable[[str, int], list[float]]  # (base URL, turns) -> seconds per tur
 PEERS = ("openai-agents", "pydantic-ai", "LangGraph")
 
 
-def bare_sdk(base_url: str, turns: int) -> list[float]:
-    """The hand-written loop: the SDK alone, the history built by hand, nothing stored."""
+def bare_loop(base_url: str, turns: int, ask: Callable[[openai.OpenAI, list[dict]], Answer]) -> list[float]:
+    """The hand-written loop: the SDK alone, the history built by hand, nothing stored; each answer asked for by
+    ``ask``."""
     client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
     history: list[dict] = [{"role": "system", "content": "You add numbers."}]
     times = []
@@ -73,31 +74,7 @@ def bare_sdk(base_url: str, turns: int) -> list[float]:
         started = time.perf_counter()
         history.append({"role": "user", "content": QUESTION})
         while True:
-            response = client.chat.completions.create(model="m", messages=history, tools=[ADD])
-            message = response.choices[0].message
-            history.append(message.model_dump(exclude_none=True))
-            if not message.tool_calls:
-                break
-            for call in message.tool_calls:
-                args = json.loads(call.function.arguments)
-                history.append({"role": "tool", "tool_call_id": call.id, "content": str(args["a"] + args["b"])})
-        assert message.content == ANSWER
-        times.append(time.perf_counter() - started)
-    return times
-
-
-def bare_sdk_post(base_url: str, turns: int) -> list[float]:
-    """The same loop through the SDK's plain ``client.post("/chat/completions")`` and the JSON it answers, as the
-    app asks (``_persisting_loop.posted``): ``chat.completions.create`` walks the whole history through the SDK's
-    parameter transform on every request; this loop shows what a loop that stores nothing costs without that walk."""
-    client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
-    history: list[dict] = [{"role": "system", "content": "You add numbers."}]
-    times = []
-    for _ in range(turns):
-        started = time.perf_counter()
-        history.append({"role": "user", "content": QUESTION})
-        while True:
-            answer = posted(client, history)
+            answer = ask(client, history)
             history.append(answer.message)
             if not answer.calls:
                 break
@@ -107,6 +84,18 @@ def bare_sdk_post(base_url: str, turns: int) -> list[float]:
         assert answer.content == ANSWER
         times.append(time.perf_counter() - started)
     return times
+
+
+def bare_sdk(base_url: str, turns: int) -> list[float]:
+    """The baseline: each answer through ``chat.completions.create`` (``_persisting_loop.created``)."""
+    return bare_loop(base_url, turns, created)
+
+
+def bare_sdk_post(base_url: str, turns: int) -> list[float]:
+    """Each answer through the SDK's plain ``client.post("/chat/completions")`` and the JSON it answers, as the app
+    asks (``_persisting_loop.posted``): ``chat.completions.create`` walks the whole history through the SDK's
+    parameter transform on every request; this loop shows what a loop that stores nothing costs without that walk."""
+    return bare_loop(base_url, turns, posted)
 
 
 def bare_responses(base_url: str, turns: int) -> list[float]:
