@@ -79,25 +79,35 @@ def posted(client: openai.OpenAI, history: list[dict[str, Any]]) -> Answer:
     )
 
 
+def begin(user: Any, conversation: Conversation | None) -> Conversation:
+    """Store the user's message and set the conversation running, in one transaction; the first turn makes the
+    conversation there, on the clock, as the app's first turn does (``Assistant.run`` without one)."""
+    with transaction.atomic():
+        if conversation is None:
+            conversation = Conversation.objects.create(
+                user=user, assistant_id="bench", status=Conversation.Status.RUNNING
+            )
+        else:
+            Conversation.objects.filter(pk=conversation.pk).update(
+                status=Conversation.Status.RUNNING, updated_at=timezone.now()
+            )
+        Message.objects.create(conversation=conversation, role=Message.Role.USER, content=QUESTION)
+    return conversation
+
+
 def persisting_loop(
     base_url: str, user: Any, turns: int, *, conversation: Conversation | None = None, post: bool = False
 ) -> list[float]:
-    """Seconds per turn of a new conversation of ``turns`` turns (or of ``conversation``), every message and call
-    stored; ``post``: each answer asked for through ``client.post``, as the app asks (``posted``)."""
+    """Seconds per turn of a new conversation of ``turns`` turns, made by its first turn (or of ``conversation``),
+    every message and call stored; ``post``: each answer asked for through ``client.post``, as the app asks
+    (``posted``)."""
     client = sdk_client(base_url)
     ask = posted if post else created
-    # Made before the clock starts, as the app's conversation is.
-    if conversation is None:
-        conversation = Conversation.objects.create(user=user, assistant_id="bench")
     history: list[dict[str, Any]] = [{"role": "system", "content": "You add numbers."}]
     times = []
     for _ in range(turns):
         started = time.perf_counter()
-        with transaction.atomic():
-            Message.objects.create(conversation=conversation, role=Message.Role.USER, content=QUESTION)
-            Conversation.objects.filter(pk=conversation.pk).update(
-                status=Conversation.Status.RUNNING, updated_at=timezone.now()
-            )
+        conversation = begin(user, conversation)
         history.append({"role": "user", "content": QUESTION})
         while True:
             answer = ask(client, history)
@@ -161,16 +171,12 @@ def anthropic_client(base_url: str) -> Any:
 def persisting_anthropic_loop(base_url: str, user: Any, turns: int) -> list[float]:
     """``persisting_loop`` over the Messages API: seconds per turn of a new conversation, every message stored."""
     client = anthropic_client(base_url)
-    conversation = Conversation.objects.create(user=user, assistant_id="bench")
+    conversation: Conversation | None = None
     history: list[dict[str, Any]] = []
     times = []
     for _ in range(turns):
         started = time.perf_counter()
-        with transaction.atomic():
-            Message.objects.create(conversation=conversation, role=Message.Role.USER, content=QUESTION)
-            Conversation.objects.filter(pk=conversation.pk).update(
-                status=Conversation.Status.RUNNING, updated_at=timezone.now()
-            )
+        conversation = begin(user, conversation)
         history.append({"role": "user", "content": QUESTION})
         while True:
             response = client.messages.create(model="claude-sonnet-4-5", max_tokens=4096, system="You add numbers.",
