@@ -70,3 +70,29 @@ def test_the_rows_a_turn_makes_before_it_counts_are_marked_as_made_then(db):
         meter(DAY, MONTH).prepare()
     assert UsageCounter.objects.count() == 2
     assert all(before <= row.updated_at <= timezone.now() for row in UsageCounter.objects.all())
+
+
+def test_a_process_that_finds_the_rows_made_reads_them_and_inserts_only_the_new_ones(db):
+    """A process that does not know a turn's rows yet (a new worker, a restart) reads them first: rows another
+    process made are found without an insert, which would lock or wait for them; only the missing are inserted."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.limits.test_reservation import DAY, MONTH, meter
+
+    with override_toolcalling():  # another process made the day's row
+        meter(DAY).prepare()
+    (made,) = UsageCounter.objects.all()
+    with override_toolcalling(), CaptureQueriesContext(connection) as found:  # this process knows no rows
+        meter(DAY).prepare()
+    with override_toolcalling():
+        with CaptureQueriesContext(connection) as missing:
+            meter(DAY, MONTH).prepare()
+        with CaptureQueriesContext(connection) as remembered:  # and then knows them
+            ids = meter(DAY, MONTH).row_ids(timezone.now())
+    inserts = [[query for query in queries if query["sql"].lstrip().upper().startswith("INSERT")]
+               for queries in (found, missing)]  # fmt: skip
+    assert [len(found), len(inserts[0])] == [1, 0]  # one read, no insert
+    assert len(inserts[1]) == 1 and "toolcalling_usagecounter" in inserts[1][0]["sql"]
+    assert made.pk in ids and UsageCounter.objects.count() == 2 and UsageCounter.objects.get(pk=made.pk) == made
+    assert len(remembered) == 0

@@ -267,9 +267,10 @@ def test_checking_limits_does_not_read_the_history(api, model, alice):
         for i in range(200)
         for role in ("user", "assistant")
     )
-    warm_up = turn_queries(short)  # the first turn of the period makes sure of its counter rows and finds them
+    # The first turn of the period looks for its counter rows, makes them and reads them: three statements.
+    warm_up = turn_queries(short)
     first, second = turn_queries(short), turn_queries(long)
-    assert len(first) == len(second) == len(warm_up) - 2
+    assert len(first) == len(second) == len(warm_up) - 3
     counters = [sql for sql in second if "toolcalling_usagecounter" in sql]
     # Three checks (the new message, two model calls); the turn and its two answers counted, in rows the
     # process remembers for the period: the turn's count locks its rows (in the order of their ids) and reads

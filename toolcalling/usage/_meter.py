@@ -251,10 +251,11 @@ class Meter:
             raise exceeded(limit, used, end, now, status=status, unknown=blind)
 
     def prepare(self) -> None:
-        """Make the rows the turn counts in, if this process has not seen them yet, before the turn's first
-        transaction: inserting a row that exists locks it (MariaDB) or waits for the turn inserting it
-        (PostgreSQL), a lock held to the commit, taken out of order. The insert is a transaction of its own on
-        ``database``, which turns inserting the same new rows at once can deadlock: the caller tries it again."""
+        """Find or make the rows the turn counts in, if this process has not seen them yet, before the turn's
+        first transaction: inserting a row that exists locks it (MariaDB) or waits for the turn inserting it
+        (PostgreSQL), a lock held to the commit, taken out of order. The rows found are not inserted; the insert
+        of the others is a transaction of its own on ``database``, which turns inserting the same new rows at
+        once can deadlock: the caller tries it again."""
         self.row_ids(timezone.now())
 
     @property
@@ -270,20 +271,25 @@ class Meter:
 
     def row_ids(self, now: datetime.datetime, *, fresh: bool = False) -> list[int]:
         """The ids of the rows the turn counts in now. A process remembers them for the period (rows are never
-        deleted by the app; ``fresh`` looks again, after an update found fewer rows than ids). Rows nobody has
-        counted in yet are created (a race with another process is fine: the database keeps one), then read."""
+        deleted by the app; ``fresh`` looks again, after an update found fewer rows than ids).
+
+        The rows this process does not know yet are read first: another process, or this one before a restart,
+        has usually made them, and a read takes no lock. Only the rows nobody has counted in yet are inserted
+        (a race with another process is fine: the database keeps one), then read."""
         known: dict[tuple, int] = toolcalling_settings.derived("usage_counter_ids", dict)
         rows = {counted.row(now): counted for counted in self.counted}
-        if fresh or any(row not in known for row in rows):
-            UsageCounter = counter_model()
-            UsageCounter.objects.bulk_create(
-                [UsageCounter(scope=s, key=k, period=p, period_start=start, user_id=rows[(s, k, p, start)].user_id,
-                              updated_at=now) for s, k, p, start in sorted(rows)],  # in one order, as they lock
-                ignore_conflicts=True,
-            )  # fmt: skip
-            for pk, *row in matching(rows).values_list("pk", "scope", "key", "period", "period_start"):
-                if tuple(row) in rows:
-                    known[tuple(row)] = pk
+        unknown = [row for row in rows if fresh or row not in known]
+        if unknown:
+            found = row_ids_of(unknown)
+            if absent := sorted(row for row in unknown if row not in found):  # in one order, as they lock
+                UsageCounter = counter_model()
+                UsageCounter.objects.bulk_create(
+                    [UsageCounter(scope=s, key=k, period=p, period_start=start, updated_at=now,
+                                  user_id=rows[(s, k, p, start)].user_id) for s, k, p, start in absent],
+                    ignore_conflicts=True,
+                )  # fmt: skip
+                found |= row_ids_of(absent)
+            known.update(found)
         return [known[row] for row in rows]
 
 
@@ -344,6 +350,13 @@ def matching(rows: Iterable[tuple[str, str, str, datetime.datetime]]) -> QuerySe
     rows = list(rows)
     keys, starts = {row[1] for row in rows}, {row[3] for row in rows}
     return counters().filter(key__in=keys, period_start__in=starts).order_by()
+
+
+def row_ids_of(rows: list[tuple[str, str, str, datetime.datetime]]) -> dict[tuple, int]:
+    """The ids of those of ``rows`` that exist, in one query."""
+    wanted = set(rows)
+    found = matching(rows).values_list("pk", "scope", "key", "period", "period_start")
+    return {row: pk for pk, *values in found if (row := tuple(values)) in wanted}
 
 
 def read_counters(rows: list[tuple[str, str, str, datetime.datetime]]) -> dict[tuple, dict[str, Any]]:
