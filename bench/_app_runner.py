@@ -13,7 +13,10 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
@@ -39,15 +42,19 @@ class BenchAssistant(Assistant):
     tools = ["add"]  # the test site's add: the same schema the bare loop offers
 
 
-def run(assistant: Assistant, user: object, turns: int) -> list[float]:
+def run(
+    assistant: Assistant, user: object, turns: int, around: Callable[[], AbstractContextManager[Any]] = nullcontext
+) -> list[float]:
+    """Seconds per turn; ``around``: what each turn runs in (``bench/floor_cost.py`` counts a turn's work there)."""
     # The first turn makes its conversation, on the clock (``Assistant.run`` without one stores it with the
     # turn's first write); the bare loop starts from an empty history.
     conversation: Conversation | None = None
     times = []
     for _ in range(turns):
-        started = time.perf_counter()
-        result = assistant.run(user, QUESTION, conversation)
-        times.append(time.perf_counter() - started)
+        with around():
+            started = time.perf_counter()
+            result = assistant.run(user, QUESTION, conversation)
+            times.append(time.perf_counter() - started)
         assert result.reply == ANSWER, result.reply
         conversation = result.conversation
     return times

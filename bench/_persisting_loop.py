@@ -16,6 +16,8 @@ from __future__ import annotations
 import functools
 import json
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,68 +98,78 @@ def begin(user: Any, conversation: Conversation | None) -> Conversation:
 
 
 def persisting_loop(
-    base_url: str, user: Any, turns: int, *, conversation: Conversation | None = None, post: bool = False
+    base_url: str,
+    user: Any,
+    turns: int,
+    *,
+    conversation: Conversation | None = None,
+    post: bool = False,
+    around: Callable[[], AbstractContextManager[Any]] = nullcontext,
 ) -> list[float]:
     """Seconds per turn of a new conversation of ``turns`` turns, made by its first turn (or of ``conversation``),
     every message and call stored; ``post``: each answer asked for through ``client.post``, as the app asks
-    (``posted``)."""
+    (``posted``); ``around``: what each turn runs in (``bench/floor_cost.py`` counts a turn's work there)."""
     client = sdk_client(base_url)
     ask = posted if post else created
     history: list[dict[str, Any]] = [{"role": "system", "content": "You add numbers."}]
     times = []
     for _ in range(turns):
-        started = time.perf_counter()
-        conversation = begin(user, conversation)
-        history.append({"role": "user", "content": QUESTION})
-        while True:
-            answer = ask(client, history)
-            history.append(answer.message)
-            prompt, completion = answer.prompt, answer.completion
-            with transaction.atomic():
-                stored = Message.objects.create(
-                    conversation=conversation,
-                    role=Message.Role.ASSISTANT,
-                    content=answer.content,
-                    model=answer.model,
-                    prompt_tokens=prompt,
-                    completion_tokens=completion,
-                    total_tokens=prompt + completion,
-                )
-                calls = [
-                    ToolCall.objects.create(
-                        conversation=conversation,
-                        message=stored,
-                        index=index,
-                        call_id=call_id,
-                        name=name,
-                        raw_arguments=arguments,
-                        status=ToolCall.Status.RUNNING,
-                    )
-                    for index, (call_id, name, arguments) in enumerate(answer.calls)
-                ]
-                ended = {} if calls else {"status": Conversation.Status.IDLE}
-                Conversation.objects.filter(pk=conversation.pk).update(
-                    prompt_tokens=F("prompt_tokens") + prompt,
-                    completion_tokens=F("completion_tokens") + completion,
-                    total_tokens=F("total_tokens") + prompt + completion,
-                    updated_at=timezone.now(),
-                    **ended,
-                )
-            if not calls:
-                break
-            for call in calls:
-                arguments = json.loads(call.raw_arguments)
-                result = str(arguments["a"] + arguments["b"])
+        with around():
+            started = time.perf_counter()
+            conversation = begin(user, conversation)
+            history.append({"role": "user", "content": QUESTION})
+            while True:
+                answer = ask(client, history)
+                history.append(answer.message)
+                prompt, completion = answer.prompt, answer.completion
                 with transaction.atomic():
-                    ToolCall.objects.filter(pk=call.pk).update(
-                        status=ToolCall.Status.SUCCEEDED, arguments=arguments, result=result, finished_at=timezone.now()
+                    stored = Message.objects.create(
+                        conversation=conversation,
+                        role=Message.Role.ASSISTANT,
+                        content=answer.content,
+                        model=answer.model,
+                        prompt_tokens=prompt,
+                        completion_tokens=completion,
+                        total_tokens=prompt + completion,
                     )
-                    Message.objects.create(
-                        conversation=conversation, role=Message.Role.TOOL, content=result, tool_call_id=call.call_id
+                    calls = [
+                        ToolCall.objects.create(
+                            conversation=conversation,
+                            message=stored,
+                            index=index,
+                            call_id=call_id,
+                            name=name,
+                            raw_arguments=arguments,
+                            status=ToolCall.Status.RUNNING,
+                        )
+                        for index, (call_id, name, arguments) in enumerate(answer.calls)
+                    ]
+                    ended = {} if calls else {"status": Conversation.Status.IDLE}
+                    Conversation.objects.filter(pk=conversation.pk).update(
+                        prompt_tokens=F("prompt_tokens") + prompt,
+                        completion_tokens=F("completion_tokens") + completion,
+                        total_tokens=F("total_tokens") + prompt + completion,
+                        updated_at=timezone.now(),
+                        **ended,
                     )
-                history.append({"role": "tool", "tool_call_id": call.call_id, "content": result})
-        assert answer.content == ANSWER
-        times.append(time.perf_counter() - started)
+                if not calls:
+                    break
+                for call in calls:
+                    arguments = json.loads(call.raw_arguments)
+                    result = str(arguments["a"] + arguments["b"])
+                    with transaction.atomic():
+                        ToolCall.objects.filter(pk=call.pk).update(
+                            status=ToolCall.Status.SUCCEEDED,
+                            arguments=arguments,
+                            result=result,
+                            finished_at=timezone.now(),
+                        )
+                        Message.objects.create(
+                            conversation=conversation, role=Message.Role.TOOL, content=result, tool_call_id=call.call_id
+                        )
+                    history.append({"role": "tool", "tool_call_id": call.call_id, "content": result})
+            assert answer.content == ANSWER
+            times.append(time.perf_counter() - started)
     return times
 
 
