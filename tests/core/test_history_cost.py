@@ -160,3 +160,41 @@ def test_reading_only_the_tail_gives_what_reading_everything_and_trimming_gives(
     full = [item for n, turn in enumerate(split) for item in memory._policy(policy, turn, n == len(split) - 1)]
     loaded = memory.load(Budgeted(), conversation).items
     assert loaded == naive_trim(full, max_messages, max_tokens)
+
+
+@pytest.mark.django_db
+def test_the_history_read_without_django_converters_gives_the_rows_django_gives(alice):
+    """A turn reads its history as the driver gives the rows (``storage._history.plain_rows``): the same values, of
+    the same types, as Django's ``values_list`` converts them to, on every database, whole or by its tail."""
+    from toolcalling.models import Attachment
+    from toolcalling.storage._history import HISTORY_COLUMNS, history_rows
+
+    conversation = Conversation.objects.create(user=alice, assistant_id="helper")
+    items = [{"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "é🙂"}, {"n": 2.5, "x": None}]
+    question = Message.objects.create(conversation=conversation, role="user", content="Größe? 🙂")
+    Attachment.objects.create(user=alice, conversation=conversation, message=question, storage_name="a/b.png",
+                              name="b.png", content_type="image/png", size=2**40)  # fmt: skip
+    answer = Message.objects.create(conversation=conversation, role="assistant", content="", provider_items=items)
+    for index, call_id in enumerate(["call_1", "call_2"]):
+        ToolCall.objects.create(conversation=conversation, message=answer, index=index, call_id=call_id,
+                                name="add", raw_arguments='{"a": 1}')  # fmt: skip
+    Message.objects.create(conversation=conversation, role="tool", content="boom", tool_call_id="call_1", is_error=True)
+    Message.objects.create(conversation=conversation, role="tool", content="2", tool_call_id="call_2")
+    Message.objects.create(conversation=conversation, role="assistant", content="Done.")
+    Message.objects.create(conversation=conversation, role="system", content="")
+
+    def django_rows(messages: Any) -> list[tuple[Any, ...]]:
+        return list(messages.order_by("id", "tool_calls__index").values_list(*HISTORY_COLUMNS))
+
+    everything = Message.objects.filter(conversation=conversation)
+    rows = history_rows(conversation)
+    assert rows == django_rows(everything) and len(rows) == 7  # the answer twice, once per call
+
+    def types(rows: list[tuple[Any, ...]]) -> list[list[type]]:  # ``is_error`` is 0 or 1 on MariaDB: read as a bool
+        named = (zip(HISTORY_COLUMNS, row, strict=True) for row in rows)
+        return [[type(value) for name, value in row if name != "is_error"] for row in named]
+
+    assert types(rows) == types(django_rows(everything))
+    assert rows[1][HISTORY_COLUMNS.index("provider_items")] == items
+    tail = history_rows(conversation, before=everything.order_by("-id")[0].pk, limit=3)
+    assert tail == django_rows(everything.filter(id__gte=everything.order_by("-id")[3].pk).exclude(role="system"))
