@@ -97,6 +97,32 @@ def begin(user: Any, conversation: Conversation | None) -> Conversation:
     return conversation
 
 
+def add_tokens(conversation: Conversation, prompt: int, completion: int, *, ended: bool) -> None:
+    """Add an answer's tokens to the conversation's totals (in the answer's transaction); ``ended``: it was the
+    turn's last, the conversation is idle again."""
+    Conversation.objects.filter(pk=conversation.pk).update(
+        prompt_tokens=F("prompt_tokens") + prompt,
+        completion_tokens=F("completion_tokens") + completion,
+        total_tokens=F("total_tokens") + prompt + completion,
+        updated_at=timezone.now(),
+        **({"status": Conversation.Status.IDLE} if ended else {}),
+    )
+
+
+def run_call(conversation: Conversation, call: ToolCall) -> str:
+    """Run a call of ``add`` and store its result with its tool message, in a transaction; the result."""
+    arguments = json.loads(call.raw_arguments)
+    result = str(arguments["a"] + arguments["b"])
+    with transaction.atomic():
+        ToolCall.objects.filter(pk=call.pk).update(
+            status=ToolCall.Status.SUCCEEDED, arguments=arguments, result=result, finished_at=timezone.now()
+        )
+        Message.objects.create(
+            conversation=conversation, role=Message.Role.TOOL, content=result, tool_call_id=call.call_id
+        )
+    return result
+
+
 def persisting_loop(
     base_url: str,
     user: Any,
@@ -144,29 +170,11 @@ def persisting_loop(
                         )
                         for index, (call_id, name, arguments) in enumerate(answer.calls)
                     ]
-                    ended = {} if calls else {"status": Conversation.Status.IDLE}
-                    Conversation.objects.filter(pk=conversation.pk).update(
-                        prompt_tokens=F("prompt_tokens") + prompt,
-                        completion_tokens=F("completion_tokens") + completion,
-                        total_tokens=F("total_tokens") + prompt + completion,
-                        updated_at=timezone.now(),
-                        **ended,
-                    )
+                    add_tokens(conversation, prompt, completion, ended=not calls)
                 if not calls:
                     break
                 for call in calls:
-                    arguments = json.loads(call.raw_arguments)
-                    result = str(arguments["a"] + arguments["b"])
-                    with transaction.atomic():
-                        ToolCall.objects.filter(pk=call.pk).update(
-                            status=ToolCall.Status.SUCCEEDED,
-                            arguments=arguments,
-                            result=result,
-                            finished_at=timezone.now(),
-                        )
-                        Message.objects.create(
-                            conversation=conversation, role=Message.Role.TOOL, content=result, tool_call_id=call.call_id
-                        )
+                    result = run_call(conversation, call)
                     history.append({"role": "tool", "tool_call_id": call.call_id, "content": result})
             assert answer.content == ANSWER
             times.append(time.perf_counter() - started)
@@ -220,27 +228,12 @@ def persisting_anthropic_loop(base_url: str, user: Any, turns: int) -> list[floa
                     )
                     for index, block in enumerate(b for b in blocks if b["type"] == "tool_use")
                 ]
-                ended = {} if calls else {"status": Conversation.Status.IDLE}
-                Conversation.objects.filter(pk=conversation.pk).update(
-                    prompt_tokens=F("prompt_tokens") + prompt,
-                    completion_tokens=F("completion_tokens") + completion,
-                    total_tokens=F("total_tokens") + prompt + completion,
-                    updated_at=timezone.now(),
-                    **ended,
-                )
+                add_tokens(conversation, prompt, completion, ended=not calls)
             if not calls:
                 break
             results = []
             for call in calls:
-                arguments = json.loads(call.raw_arguments)
-                result = str(arguments["a"] + arguments["b"])
-                with transaction.atomic():
-                    ToolCall.objects.filter(pk=call.pk).update(
-                        status=ToolCall.Status.SUCCEEDED, arguments=arguments, result=result, finished_at=timezone.now()
-                    )
-                    Message.objects.create(
-                        conversation=conversation, role=Message.Role.TOOL, content=result, tool_call_id=call.call_id
-                    )
+                result = run_call(conversation, call)
                 results.append({"type": "tool_result", "tool_use_id": call.call_id, "content": result})
             history.append({"role": "user", "content": results})
         assert text == ANSWER
