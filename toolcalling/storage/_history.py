@@ -77,6 +77,7 @@ def history_rows(
 
 
 PROVIDER_ITEMS = HISTORY_COLUMNS.index("provider_items")
+EMPTY_ITEMS = ("[]", None)  # the JSON of a message without items (the field's default), as the driver gives it
 
 
 def plain_rows(rows: QuerySet[Message, tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -94,9 +95,6 @@ def plain_rows(rows: QuerySet[Message, tuple[Any, ...]]) -> list[tuple[Any, ...]
         found = cursor.fetchall()
     at = PROVIDER_ITEMS
     return [(*row[:at], [] if row[at] in EMPTY_ITEMS else json.loads(row[at]), *row[at + 1 :]) for row in found]
-
-
-EMPTY_ITEMS = ("[]", None)  # the JSON of a message without items (the field's default), as the driver gives it
 
 
 def history_items(
