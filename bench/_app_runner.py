@@ -60,6 +60,12 @@ def run(
     return times
 
 
+def bench_settings(base_url: str, api: str = "chat_completions") -> dict[str, Any]:
+    """The test site's ``TOOLCALLING`` with the bench model's server, ``api`` and a model of that API."""
+    model = {"responses": "gpt-5-mini", "anthropic": "claude-sonnet-4-5"}.get(api, "m")
+    return {**settings.TOOLCALLING, "BASE_URL": base_url, "API_KEY": "x", "MAX_RETRIES": 0, "MODEL": model, "API": api}
+
+
 def main() -> None:
     base_url = sys.argv[sys.argv.index("--base-url") + 1]
     call_command("migrate", verbosity=0)
@@ -67,9 +73,7 @@ def main() -> None:
     # --api responses: the Responses API with a reasoning model, so reasoning items are stored and sent back;
     # --api anthropic: the Messages API (the SDK adds /v1 to the base URL, the app drops it from BASE_URL).
     api = sys.argv[sys.argv.index("--api") + 1] if "--api" in sys.argv else "chat_completions"
-    model = {"responses": "gpt-5-mini", "anthropic": "claude-sonnet-4-5"}.get(api, "m")
-    toolcalling = {**settings.TOOLCALLING, "BASE_URL": base_url, "API_KEY": "x", "MAX_RETRIES": 0, "MODEL": model,
-                   "API": api}  # fmt: skip
+    toolcalling = bench_settings(base_url, api)
     # bench/pricing_overhead.py: the same turns with every answer priced (TOOLCALLING_BENCH_PRICES, JSON).
     toolcalling["PRICES"] = json.loads(os.environ.get("TOOLCALLING_BENCH_PRICES", "{}"))
     with override_settings(TOOLCALLING=toolcalling):

@@ -52,12 +52,11 @@ def main() -> None:
 def measure(turns: int) -> dict[str, dict[int, tuple[int, int, int]]]:
     """Each side's counts ``(statements, commits, calls)`` of the first and the last turn of its second
     conversation."""
-    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.test import override_settings
 
-    from bench._app_runner import run  # sets Django up (and registers the bench's assistant)
+    from bench._app_runner import bench_settings, run  # sets Django up (and registers the bench's assistant)
     from bench._model import model_server
     from bench._persisting_loop import persisting_loop
     from tests.core.test_turn_budget import counting
@@ -84,13 +83,11 @@ def measure(turns: int) -> dict[str, dict[int, tuple[int, int, int]]]:
         return counted
 
     with model_server() as base_url:
-        toolcalling = {**settings.TOOLCALLING, "BASE_URL": base_url, "API_KEY": "x", "MAX_RETRIES": 0, "MODEL": "m",
-                       "API": "chat_completions"}  # fmt: skip
-        with override_settings(TOOLCALLING=toolcalling):
+        with override_settings(TOOLCALLING=bench_settings(base_url)):
             assistant = Assistant.get("bench")
             run(assistant, user, turns)  # warm
             run(assistant, user, turns, around=around("app"))
-            persisting_loop(base_url, user, turns, post=True, around=nullcontext)  # warm
+            persisting_loop(base_url, user, turns, post=True)  # warm
             persisting_loop(base_url, user, turns, post=True, around=around("floor"))
     return found
 
