@@ -84,20 +84,27 @@ def pytest_report_header(config):
     return [database, f"model API: {SUITE_API} (TOOLCALLING_TEST_API=chat_completions, responses or anthropic)", server]
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item, nextitem):
-    """Before the test's fixtures end: the pages a browser test left open are closed while its settings still
-    hold (a page open after its ``EVENTS_KEEPALIVE`` override ended would reopen a stream with the default
-    keepalive, which outlives the wait for the server's requests). Under mutmut's stats run, before it reads what
-    the test reached: add what the workers ran for it."""
-    opened = item.funcargs.get("browser") if "browser" in item.fixturenames else None
-    if opened is not None:
-        for context in opened.contexts:
-            context.close()
+    """Before the test's fixtures end, while its settings still hold: the pages a browser test left open are
+    closed, and the turns and live-server requests it started end. A request the page sent just before it closed
+    can reach the view that opens its stream only after the test's body; it must read the test's short
+    ``EVENTS_KEEPALIVE``, not the default one, which outlives the wait. Under mutmut's stats run, before it reads
+    what the test reached: add what the workers ran for it."""
+    try:
+        requests_end_with_their_test(item)
+    except AssertionError as exc:
+        failed: AssertionError | None = exc
+    else:
+        failed = None
     if mutation.collecting():
         from mutmut.state import state
 
         state()._stats.update(mutation.take_worker_hits())
+    result = yield  # the fixtures' own teardown, the database cleaned last, after the requests ended
+    if failed is not None:
+        raise failed
+    return result
 
 
 @pytest.hookimpl(wrapper=True)
@@ -234,25 +241,21 @@ def asgi_live_server() -> Iterator[asgi_server.ASGILiveServer]:
     server.stop()
 
 
-@pytest.fixture(autouse=True)
-def requests_end_with_their_test(request) -> Iterator[None]:
-    """After a live-server test, until the server's requests have ended, before the database is cleaned; after
-    a browser test, its pages closed first.
+def requests_end_with_their_test(item) -> None:
+    """Every page a browser test opened is closed, even when it failed before closing them, so their streams end
+    with the test instead of reconnecting into the next one; then the turns on the turn loop and the live server's
+    requests end.
 
     A stream whose reader left ends when its next keepalive cannot be written; tests that leave one open
     use a short EVENTS_KEEPALIVE. Without this its thread would run on into later tests, and fail there.
     """
-    server = request.getfixturevalue("live_server") if "live_server" in request.fixturenames else None
-    if server is not None:
-        request.getfixturevalue("transactional_db")  # set up first, so cleaned after this waited
-    yield
-    if "browser" in request.fixturenames:
-        # Every page the test opened is closed, even when it failed before closing them, so their streams end
-        # with the test instead of reconnecting into the next one.
-        for context in request.getfixturevalue("browser").contexts:
+    opened = item.funcargs.get("browser") if "browser" in item.fixturenames else None
+    if opened is not None:
+        for context in opened.contexts:
             context.close()
     # A streamed turn under ASGI runs on the turn loop, past its response when the reader left: it ends first.
     services.wait_until(lambda: not turns_running(), timeout=20, what="the turns on the turn loop to end")
+    server = item.funcargs.get("live_server") if "live_server" in item.fixturenames else None
     if server is None:
         return
     # 20 s: less than two default keepalives (15 s), so a test that forgot a short one fails here, every time.
