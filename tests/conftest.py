@@ -260,8 +260,12 @@ def requests_end_with_their_test(item) -> None:
         return
     # 20 s: less than two default keepalives (15 s), so a test that forgot a short one fails here, every time.
     what = "the live server's requests to end (does a stream whose reader left have a short EVENTS_KEEPALIVE?)"
+    # A page's last request can still be on its way (in the browser's network process, or not yet accepted) when
+    # the page has closed: after a browser test the server must stay without requests for a moment, so that such
+    # a request too is served while the test's short keepalive holds.
+    quiet = services.Quiet(lambda: live_server_requests(server) == 0, for_seconds=0.5 if opened is not None else 0)
     try:
-        services.wait_until(lambda: not live_server_requests(server), timeout=20, what=what)
+        services.wait_until(quiet, timeout=20, what=what)
     except AssertionError as exc:
         raise AssertionError(f"{exc}; the requests' threads are at:\n{where_requests_wait(server)}") from None
 

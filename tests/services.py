@@ -68,6 +68,24 @@ def wait_until(check: Callable[[], Any], *, timeout: float = 30.0, what: str = "
         time.sleep(0.05)
 
 
+class Quiet:
+    """A check for ``wait_until`` that holds once ``holds()`` has been true for ``for_seconds`` without a break."""
+
+    def __init__(self, holds: Callable[[], bool], *, for_seconds: float) -> None:
+        self.holds = holds
+        self.for_seconds = for_seconds
+        self.since: float | None = None
+
+    def __call__(self) -> bool:
+        if not self.holds():
+            self.since = None
+            return False
+        now = time.monotonic()
+        if self.since is None:
+            self.since = now
+        return now - self.since >= self.for_seconds
+
+
 @contextmanager
 def redis_server(workdir: Path, port: int) -> Iterator[str]:
     """A private redis-server without persistence; yields ``redis://127.0.0.1:<port>``."""
