@@ -26,6 +26,8 @@ import asyncio
 import itertools
 import sqlite3
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +74,10 @@ class PydanticAIStored:
         )
         self.connection.commit()
 
-    def __call__(self, base_url: str, turns: int) -> list[float]:
+    def __call__(
+        self, base_url: str, turns: int, around: Callable[[], AbstractContextManager[Any]] = nullcontext
+    ) -> list[float]:
+        """Seconds per turn; ``around``: what each turn runs in (``bench/floor_cost.py`` counts a turn's work there)."""
         from pydantic_ai.messages import ModelMessagesTypeAdapter
 
         if self.agent is None:
@@ -80,14 +85,15 @@ class PydanticAIStored:
         conversation = f"bench-{next(_conversations)}"
         times = []
         for _ in range(turns):
-            started = time.perf_counter()
-            row = self.connection.execute(self.SELECT.format(p=self.p), (conversation,)).fetchone()
-            self.connection.commit()  # psycopg opened a transaction for the read: end it, as a request would
-            history = ModelMessagesTypeAdapter.validate_json(row[0]) if row else None
-            result = self.agent.run_sync(QUESTION, message_history=history)
-            self.connection.execute(self.UPSERT.format(p=self.p), (conversation, result.all_messages_json()))
-            self.connection.commit()
-            times.append(time.perf_counter() - started)
+            with around():
+                started = time.perf_counter()
+                row = self.connection.execute(self.SELECT.format(p=self.p), (conversation,)).fetchone()
+                self.connection.commit()  # psycopg opened a transaction for the read: end it, as a request would
+                history = ModelMessagesTypeAdapter.validate_json(row[0]) if row else None
+                result = self.agent.run_sync(QUESTION, message_history=history)
+                self.connection.execute(self.UPSERT.format(p=self.p), (conversation, result.all_messages_json()))
+                self.connection.commit()
+                times.append(time.perf_counter() - started)
             assert result.output == ANSWER, result.output
         return times
 
