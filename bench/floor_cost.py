@@ -137,7 +137,7 @@ class Sent:
             def execute(self, sql: str, *args: Any) -> Any:
                 # A transaction's BEGIN: psycopg sends it before a transaction's first statement, sqlite3 before
                 # a write only.
-                if database == "postgresql" and str(connection.info.transaction_status.name) == "IDLE":
+                if database == "postgresql" and connection.info.transaction_status.name == "IDLE":
                     sent.statements += 1
                 elif database == "sqlite" and not connection.in_transaction and not sql.startswith("SELECT"):
                     sent.statements += 1
@@ -146,7 +146,7 @@ class Sent:
 
             def commit(self) -> None:
                 opened = (
-                    str(connection.info.transaction_status.name) != "IDLE"
+                    connection.info.transaction_status.name != "IDLE"
                     if database == "postgresql"
                     else connection.in_transaction
                 )
