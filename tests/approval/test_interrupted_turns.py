@@ -175,6 +175,36 @@ def test_a_result_is_on_disk_before_the_next_call_of_its_answer_runs(model, alic
     assert sum(delivered_keys("charge").values()) == 2
 
 
+@pytest.mark.django_db(transaction=True)  # real transactions: their BEGIN and COMMIT are what is counted
+def test_a_result_before_a_call_that_may_run_again_skips_the_wait(model, alice):
+    """The next call taken for one that never started runs again: harmless when its tool may (idempotent, with the
+    same key; atomic, whose writes go with the lost result), so only a result before a call that may not waits."""
+    model.calls(("charge", {"amount": 1}), ("send_receipt", {"amount": 1}), ("book_seat", {"seat": "3F"}),
+                ("charge", {"amount": 2}))  # fmt: skip
+    model.reply("Charged, sent, booked, charged.")
+    with CaptureQueriesContext(connection) as queries:
+        Assistant.get("till").run(alice, "four calls")
+    results = relaxed_writes(queries, "UPDATE", "toolcalling_toolcall")
+    # charge before a receipt, the receipt before an atomic booking: relaxed; the booking before a charge waits.
+    assert results == ([True, True, False, True] if connection.vendor == "postgresql" else [False] * 4)
+    assert sum(delivered_keys("charge").values()) == 2 and seats("3F") == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_taken_over_stores_a_result_on_disk_before_the_next_call_that_may_not_run_twice(model, alice):
+    # The receipt runs again (it may have started), then the charge for the first time: were the receipt's result
+    # lost with a database crash, the next takeover would take the charge for a call that never started.
+    model.calls(("send_receipt", {"amount": 1}), ("charge", {"amount": 2}))
+    conversation = turn_until(alice, model, "receipt and charge", lambda step: isinstance(step, Replied))
+    model.reply("Done: receipt sent, card charged.")
+    with CaptureQueriesContext(connection) as queries:
+        assert [c.pk for c in approval.sweep().resumed] == [conversation.pk]
+    results = relaxed_writes(queries, "UPDATE", "toolcalling_toolcall")
+    assert results[:2] == ([False, True] if connection.vendor == "postgresql" else [False, False])
+    assert list(delivered_keys("charge").values()) == [1]
+    assert Conversation.objects.get(pk=conversation.pk).status == "idle"
+
+
 def seats(seat):
     row = Counter.objects.filter(name=f"seat-{seat}").first()
     return row.value if row else 0

@@ -115,8 +115,9 @@ class CallHandler:
 
     def handle(self, call: ToolCall, *, durable: bool = False) -> Outcome:
         """Limit, validate, gate, run and answer one call. ``durable``: the result of a tool that ran is on disk
-        before this returns (another call of the answer runs next: were the result lost with a database crash,
-        a turn taken over would take the next call for one that never started, and run it again)."""
+        before this returns (another call of the answer runs next that may not run twice: were the result lost
+        with a database crash, a turn taken over would take the next call for one that never started, and run
+        it again)."""
         over = self.limits.take(call.name)
         if over is not None:
             if toolcalling_settings.ON_LIMIT_EXCEEDED == "raise":

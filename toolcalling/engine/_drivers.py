@@ -470,12 +470,13 @@ def resume_stale_turn(conversation: Conversation) -> bool:
         open_calls = ToolCall.objects.using(turn.ledger.db).filter(
             conversation_id=conversation.pk, status=ToolCall.Status.RUNNING, lease_expires_at=None
         )
-        for position, call in enumerate(open_calls.order_by("message_id", "index")):
+        calls = list(open_calls.order_by("message_id", "index"))
+        for position, call in enumerate(calls):
             tool = turn.tools.get(call.name)
             if position == 0 and not (tool is not None and tool.may_run_again):
                 outcome = turn.calls.mark_unknown(call, INTERRUPTED)
             else:
-                outcome = turn.calls.handle(call)
+                outcome = turn.calls.handle(call, durable=turn.result_waits_for_disk(calls, position))
             if outcome is not None and outcome.message is not None:
                 turn.record_outcome(call, outcome.message)
             if outcome is not None and outcome.error is not None:

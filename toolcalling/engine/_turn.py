@@ -450,14 +450,14 @@ class Turn:
         skipped or rejected them); those calls are answered with it and not run.
         """
         direct: list[str] = []
-        for call in calls:
+        for position, call in enumerate(calls):
             # The write that stored the answer, or the last call's result, just now read any stop request.
             if self.ledger.stop_requested:
                 return CallsHandled(calls=calls, ending=self.stop_calls(calls))
             if decided and call.pk in decided:
                 answer = self.calls.answer_decided(call, *decided[call.pk])
             else:
-                answer = self.calls.handle(call, durable=call is not calls[-1])  # see ``CallHandler.handle``
+                answer = self.calls.handle(call, durable=self.result_waits_for_disk(calls, position))
             if answer.message is not None:
                 self.record_outcome(call, answer.message)
             if answer.error is not None:
@@ -472,6 +472,17 @@ class Turn:
             self.record(self.ledger.add_message(Message.Role.ASSISTANT, "\n\n".join(direct), ending=Ending.IDLE))
             return CallsHandled(calls=calls, ending=Ending.IDLE)
         return CallsHandled(calls=calls, ending=None)
+
+    def result_waits_for_disk(self, calls: Sequence[ToolCall], position: int) -> bool:
+        """Whether the result of ``calls[position]`` must be on disk before the next call of the answer runs: were
+        it lost with a database crash, a turn taken over would take that call for one that never started and run
+        it again (``CallHandler.handle``). Not when none follows, nor when the next may run again (``idempotent``,
+        with the same ``ctx.idempotency_key``, or ``atomic``, whose writes would be lost with that result) or
+        names no tool (it is only answered)."""
+        if position + 1 >= len(calls):
+            return False
+        tool = self.tools.get(calls[position + 1].name)
+        return tool is not None and not tool.may_run_again
 
     def stop_calls(self, calls: list[ToolCall]) -> Ending:
         """The owner stopped the turn: this answer's calls not run (or waiting) are answered "stopped by the user"."""
