@@ -4,11 +4,12 @@ Run: ``.venv/bin/python bench/cpu_per_turn.py [--turns 40] [--rounds 5] [--postg
 
 Each side runs the same turn of a conversation made before the clock starts (three requests to the strict
 local server, which runs in a process of its own: the model asks for ``add`` twice, then answers), in this one
-process, sides taking turns round after round. Measured per turn: the CPU time of this process
+process, sides taking turns round after round. The floor is the persisting loop asking through ``client.post``,
+as the app asks (``floor_cost.py``). Measured per turn: the CPU time of this process
 (``time.process_time``, the web side) and, with ``--postgres``, that of the PostgreSQL backend serving this
 process's connection (its ``/proc/<pid>/stat``), the database side. Printed: the median per turn of each side
-and the ratios the issue asks about, DRF POST / ``Assistant.run`` and ``Assistant.run`` / the persisting loop,
-each from the same run. Lower is better.
+and the ratios the issue asks about, DRF POST / ``Assistant.run`` and ``Assistant.run`` / the persisting loop
+(and / the floor), each from the same run. Lower is better.
 """
 
 from __future__ import annotations
@@ -76,7 +77,11 @@ def sides(base_url: str) -> tuple[dict[str, Side], Callable[[], Any]]:
     def persisting(conversation: Conversation) -> None:
         persisting_loop(base_url, user, 1, conversation=conversation)
 
-    return {"DRF POST": drf_post, "Assistant.run": assistant_run, "persisting loop": persisting}, fresh
+    def floor(conversation: Conversation) -> None:
+        persisting_loop(base_url, user, 1, conversation=conversation, post=True)
+
+    sides = {"DRF POST": drf_post, "Assistant.run": assistant_run, "persisting loop": persisting, "floor": floor}
+    return sides, fresh
 
 
 def main() -> None:
@@ -116,10 +121,11 @@ def main() -> None:
         db = f"{median_db[name] * 1000:>14.2f}" if options.postgres else f"{'-':>14}"
         print(f"{name:<18}{median[name] * 1000:>10.2f}{db}")
     print(f"DRF POST / Assistant.run (web): {median['DRF POST'] / median['Assistant.run']:.2f}x")
-    print(f"Assistant.run / persisting loop (web): {median['Assistant.run'] / median['persisting loop']:.2f}x")
-    if options.postgres:
-        ratio = median_db["Assistant.run"] / median_db["persisting loop"]
-        print(f"Assistant.run / persisting loop (database): {ratio:.2f}x")
+    for baseline in ("persisting loop", "floor"):
+        print(f"Assistant.run / {baseline} (web): {median['Assistant.run'] / median[baseline]:.2f}x")
+        if options.postgres:
+            ratio = median_db["Assistant.run"] / median_db[baseline]
+            print(f"Assistant.run / {baseline} (database): {ratio:.2f}x")
 
 
 if __name__ == "__main__":
