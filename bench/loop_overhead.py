@@ -22,9 +22,9 @@ LangGraph with its SQLite / PostgreSQL checkpointer.
 Each timed conversation follows a one-turn conversation of the same side that is not timed (``--cold``: none). The
 app and the persisting loops run in runner processes of their own (``_app_runner.py``), which wait on their pipe
 while the other sides run; the bare loops and the peers run in this process, busy all along. Without that start a
-runner's first turn pays for waking a process whose caches the other sides' work has emptied, and the others' does
-not: 19.9 ms against 11.8 for the app's first turn on SQLite, 14.5 against 9.9 for the persisting loop's, measured
-in one run (docs/benchmarks.md). With it every side's first turn starts as warm as the others'.
+runner's first turn pays most for waking a process whose caches the other sides' work has emptied
+(``runner_start.py``: the app's first turn 18.6 ms cold against 11.2 warm on SQLite, the persisting loop's 14.7
+against 9.9; docs/benchmarks.md). With it every side's first turn starts as warm as the others'.
 Printed: the median time of the first and the last turn over the rounds, each side's ratio to the bare SDK
 measured in the same run, the app's ratio to the persisting loop on the same database, and with ``--peers`` the
 app's ratio to each persisting peer on the same database. Lower is better; 1.00 is level.

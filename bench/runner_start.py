@@ -49,6 +49,8 @@ def main() -> None:
         if options.postgres:
             stack.enter_context(postgres(VAR))
         base_url = stack.enter_context(model_server())
+        stack.callback(peer.close)  # closed before the database they use goes away, also after an error
+        stack.callback(close_sides, runners)
         for side in runners.values():
             side(base_url, 2)  # imports, connections and database pages
         peer(base_url, 2)
@@ -60,8 +62,6 @@ def main() -> None:
                 first.setdefault(f"{name}, warm", []).append(side(base_url, 3)[0])
             first.setdefault("pydantic-ai, stored", []).append(peer(base_url, 3)[0])
             first.setdefault("bare SDK loop", []).append(bare_sdk(base_url, 3)[0])
-        stack.callback(peer.close)
-        stack.callback(close_sides, runners)
     median = {name: statistics.median(times) for name, times in first.items()}
     print(f"First turn on {database}, median of {options.rounds} rounds:")
     for name, seconds in median.items():
