@@ -161,6 +161,19 @@ def test_without_opentelemetry_the_loop_runs_and_makes_no_spans(strict_model, al
     assert spans.get_finished_spans() == ()
 
 
+def test_with_no_tracer_provider_set_the_loop_starts_no_span_and_uses_one_set_later(
+    strict_model, alice, spans, monkeypatch
+):
+    provider = trace.get_tracer_provider()
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)  # a site that installed OpenTelemetry, set none
+    assert telemetry.start("chat m", {"gen_ai.operation.name": "chat"}) is None
+    assert run_add_and_explode(strict_model, alice).reply == "42, and one tool failed."
+    assert spans.get_finished_spans() == ()
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)  # set after start-up
+    run_add_and_explode(strict_model, alice)
+    assert {s.name.split()[0] for s in spans.get_finished_spans()} == {"invoke_agent", "chat", "execute_tool"}
+
+
 def test_admin_shows_calls_failure_rate_and_mean_duration_per_tool_from_one_query(strict_model, alice, admin_client):
     run_add_and_explode(strict_model, alice)
     run_add_and_explode(strict_model, alice)

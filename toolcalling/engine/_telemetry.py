@@ -27,16 +27,21 @@ def enabled() -> bool:
 
 
 def _tracer() -> Any:
-    # Looked up per span, not cached, so a tracer provider set after start-up (as tests do) is used.
-    return trace.get_tracer(TRACER_NAME)
+    """The app's tracer; ``None`` while no tracer provider is set (OpenTelemetry's stand-in for one makes spans
+    that record nothing and carry no context). Looked up per span, not cached, so a tracer provider set after
+    start-up (as tests do) is used."""
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, trace.ProxyTracerProvider):
+        return None
+    return provider.get_tracer(TRACER_NAME)
 
 
 def start(name: str, attributes: dict[str, Any], parent: Any = None) -> Any:
-    """Start a span that the caller ends with ``end``; ``None`` without OpenTelemetry."""
-    if trace is None:
+    """Start a span that the caller ends with ``end``; ``None`` without OpenTelemetry or a tracer provider."""
+    if trace is None or (tracer := _tracer()) is None:
         return None
     context = trace.set_span_in_context(parent) if parent is not None else None
-    return _tracer().start_span(name, context=context, attributes=_clean(attributes))
+    return tracer.start_span(name, context=context, attributes=_clean(attributes))
 
 
 def end(span: Any, *, error: str = "", attributes: dict[str, Any] | None = None) -> None:
