@@ -43,3 +43,39 @@ def test_a_turns_messages_are_shown_without_compiling_a_query(model, alice, monk
     assert [m["role"] for m in shown] == ["user", "assistant", "tool", "assistant"]
     assert [len(m["tool_calls"]) for m in shown] == [0, 1, 0, 0]
     assert compiled == []
+
+
+@pytest.mark.chat_completions  # priced by its test model's name
+@pytest.mark.toolcalling(PRICES={"test-model": {"input": "1.25", "output": "10"}})
+def test_messages_are_shown_as_drfs_own_serializer_shows_them(model, alice, admin_user, rf, monkeypatch):
+    """``ReadSerializer`` reads each field's value its own way: the output is DRF's, every field of a message, its
+    calls (a waiting one, with what a request's user who may decide it sees) and its files."""
+    from rest_framework import serializers
+    from rest_framework.request import Request
+
+    from toolcalling.models import Attachment, Message
+    from toolcalling.web._serializers import ReadSerializer
+
+    model.calls(("add", {"b": 3, "a": 2}), ("no_such_tool", {}))
+    model.calls(("delete_everything", {"confirm": "yes"}))
+    result = Assistant.get("helper").run(alice, "Add, then delete everything")
+    question = result.messages[0]
+    Attachment.objects.create(user=alice, conversation=question.conversation, message=question,
+                              storage_name="a/b.png", name="b.png", content_type="image/png", size=7)  # fmt: skip
+    messages = list(Message.objects.filter(conversation=question.conversation).order_by("id"))
+    request = Request(rf.get("/"))
+    request.user = admin_user  # who may decide the waiting call: it has a preview
+    context = {"request": request}
+
+    def shown() -> str:
+        return json.dumps(MessageSerializer(messages, many=True, context=context).data)
+
+    ours = shown()
+    monkeypatch.setattr(ReadSerializer, "to_representation", serializers.ModelSerializer.to_representation)
+    drfs = shown()
+    assert ours == drfs
+    data = json.loads(ours)
+    assert data[0]["attachments"][0]["name"] == "b.png"
+    waiting = [c for m in data for c in m["tool_calls"] if c["status"] == "awaiting_approval"]
+    assert waiting and waiting[0]["label"] == "Delete everything"
+    assert data[1]["cost"] is not None and data[1]["created_at"]

@@ -11,12 +11,12 @@ with ``LIMIT``, which MariaDB and MySQL refuse).
 from __future__ import annotations
 
 import json
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Sequence
 from typing import Any
 
 from django.core.exceptions import EmptyResultSet
-from django.db import connections
-from django.db.models import Prefetch, QuerySet
+from django.db import connections, router
+from django.db.models import Prefetch
 
 from ..attachments import AttachedFile, data_url, request_files, stub_text
 from ..model_apis import (
@@ -65,6 +65,8 @@ def history_rows(
 
     A tail takes two statements: the id of its oldest message, then the messages from there on with their
     calls joined. Its rows stop at the tail, however long the history."""
+    if before is None and limit is None:
+        return whole_history(conversation)
     messages = Message.objects.filter(conversation_id=conversation.pk)
     if before is not None:
         messages = messages.filter(id__lt=before)
@@ -73,24 +75,46 @@ def history_rows(
         first_id = next(iter(first), None)
         if first_id is not None:  # otherwise fewer than ``limit`` messages: all of them
             messages = messages.filter(id__gte=first_id)
-    return plain_rows(messages.order_by("id", "tool_calls__index").values_list(*HISTORY_COLUMNS))
+    rows = messages.order_by("id", "tool_calls__index").values_list(*HISTORY_COLUMNS)
+    try:
+        sql, params = rows.query.get_compiler(using=rows.db).as_sql()
+    except EmptyResultSet:  # a filter no row can match (Django's values_list then reads nothing too)
+        return []
+    return plain_rows(rows.db, sql, params)
+
+
+# The SQL of a whole history's read, by database alias: the same for every conversation but for its one parameter,
+# the conversation's id, and building it costs more than reading a short history. A string, shared by threads.
+_WHOLE_HISTORY: dict[str, str] = {}
+
+
+def whole_history(conversation: Conversation) -> list[tuple[Any, ...]]:
+    """``history_rows`` of every message: the read's SQL built by the ORM once per database (the one the site's
+    router gives for reading messages), sent with this conversation's id as the field gives it to that database."""
+    using = router.db_for_read(Message)
+    field = Message._meta.get_field("conversation")
+    param = field.get_db_prep_value(conversation.pk, connections[using])
+    if (sql := _WHOLE_HISTORY.get(using)) is not None:
+        return plain_rows(using, sql, (param,))
+    rows = Message.objects.using(using).filter(conversation_id=conversation.pk).order_by("id", "tool_calls__index")
+    built, params = rows.values_list(*HISTORY_COLUMNS).query.get_compiler(using=using).as_sql()
+    if list(params) == [param]:  # the id is the read's only parameter (not so for an unsaved conversation's)
+        _WHOLE_HISTORY[using] = built
+    return plain_rows(using, built, params)
 
 
 PROVIDER_ITEMS = HISTORY_COLUMNS.index("provider_items")
 EMPTY_ITEMS = ("[]", None)  # the JSON of a message without items (the field's default), as the driver gives it
 
 
-def plain_rows(rows: QuerySet[Message, tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """The rows of a ``values_list`` of ``HISTORY_COLUMNS`` as the database driver gives them, on the database the
-    query reads from, with ``provider_items`` decoded (only where it holds items). Not through Django's per-value
-    converters, which cost some twenty function calls a row (a JSON decode of the ``[]`` every message without items
-    holds, a conversion of ``is_error``, which the reader makes a ``bool``): a turn reads its whole history. Every
-    other column comes from the driver as the converters would leave it (text, whole numbers, ``None``)."""
-    try:
-        sql, params = rows.query.get_compiler(using=rows.db).as_sql()
-    except EmptyResultSet:  # a filter no row can match (Django's values_list then reads nothing too)
-        return []
-    with connections[rows.db].cursor() as cursor:
+def plain_rows(using: str, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """The rows of a ``values_list`` of ``HISTORY_COLUMNS`` (its ``sql`` and ``params``) as the database driver of
+    ``using`` gives them, with ``provider_items`` decoded (only where it holds items). Not through Django's
+    per-value converters, which cost some twenty function calls a row (a JSON decode of the ``[]`` every message
+    without items holds, a conversion of ``is_error``, which the reader makes a ``bool``): a turn reads its whole
+    history. Every other column comes from the driver as the converters would leave it (text, whole numbers,
+    ``None``)."""
+    with connections[using].cursor() as cursor:
         cursor.execute(sql, params)
         found = cursor.fetchall()
     at = PROVIDER_ITEMS

@@ -4,11 +4,15 @@ calls and files), and a posted message's input, checked the same way whichever e
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.urls import reverse
+from django.utils.functional import cached_property
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
+from rest_framework.fields import Field, SkipField
 
 from .. import approval
 from ..conf import toolcalling_settings
@@ -36,7 +40,48 @@ def in_parameter_order(tool_name: str, arguments: Any) -> Any:
     return {**{key: arguments[key] for key in parameters if key in arguments}, **arguments}
 
 
-class ToolCallSerializer(serializers.ModelSerializer):
+class ReadSerializer(serializers.ModelSerializer):
+    """A model serializer for showing rows, whose output is DRF's, read with less work: a field whose source is
+    one attribute that holds a value takes it with one ``getattr``; a field with a lookup of its own (a related
+    field), a method, ``source="*"`` or an attribute that cannot be read goes through DRF's ``get_attribute``.
+    Every message of every turn's answer is shown so."""
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        if isinstance(instance, Mapping):
+            return super().to_representation(instance)
+        shown: dict[str, Any] = {}
+        for name, field, attr in self.shown_fields:
+            try:
+                value = self.value(instance, field, attr)
+            except SkipField:
+                continue
+            shown[name] = None if value is None else field.to_representation(value)
+        return shown
+
+    @staticmethod
+    def value(instance: Any, field: Field, attr: str | None) -> Any:
+        if attr is not None:
+            try:
+                value = getattr(instance, attr)
+            except (AttributeError, ObjectDoesNotExist):
+                pass  # DRF's lookup decides: a default, None, skipped, or its error
+            else:
+                if not callable(value):
+                    return value
+        return field.get_attribute(instance)
+
+    @cached_property
+    def shown_fields(self) -> list[tuple[str, Field, str | None]]:
+        """DRF's readable fields, listed once, each with its name and the attribute read for it by ``getattr``
+        (``None``: read by DRF's ``get_attribute``)."""
+        found = []
+        for field in self._readable_fields:
+            plain = len(field.source_attrs) == 1 and type(field).get_attribute is Field.get_attribute
+            found.append((str(field.field_name), field, field.source_attrs[0] if plain else None))
+        return found
+
+
+class ToolCallSerializer(ReadSerializer):
     status = ToolCallStatusField(read_only=True)
     # A declared field, which DRF's metaclass takes off the class: not the Field.label attribute the stubs see.
     label = serializers.SerializerMethodField(  # type: ignore[assignment]
@@ -88,7 +133,7 @@ class ToolCallSerializer(serializers.ModelSerializer):
         return data
 
 
-class AttachmentSerializer(serializers.ModelSerializer):
+class AttachmentSerializer(ReadSerializer):
     url = serializers.SerializerMethodField(help_text="Where its owner (and staff who may view it) reads the file.")
 
     class Meta:
@@ -100,7 +145,7 @@ class AttachmentSerializer(serializers.ModelSerializer):
         return reverse("toolcalling:attachment-content", kwargs={"pk": attachment.pk})
 
 
-class MessageSerializer(serializers.ModelSerializer):
+class MessageSerializer(ReadSerializer):
     tool_calls = ToolCallSerializer(many=True, read_only=True)
     attachments = AttachmentSerializer(
         many=True, read_only=True, source="sent_files", help_text="The files a user message carries."
