@@ -16,7 +16,7 @@ from typing import Any
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connections, router
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet
 
 from ..attachments import AttachedFile, data_url, request_files, stub_text
 from ..model_apis import (
@@ -75,12 +75,18 @@ def history_rows(
         first_id = next(iter(first), None)
         if first_id is not None:  # otherwise fewer than ``limit`` messages: all of them
             messages = messages.filter(id__gte=first_id)
-    rows = messages.order_by("id", "tool_calls__index").values_list(*HISTORY_COLUMNS)
     try:
-        sql, params = rows.query.get_compiler(using=rows.db).as_sql()
+        sql, params = history_sql(messages)
     except EmptyResultSet:  # a filter no row can match (Django's values_list then reads nothing too)
         return []
-    return plain_rows(rows.db, sql, params)
+    return plain_rows(messages.db, sql, params)
+
+
+def history_sql(messages: QuerySet[Message]) -> tuple[str, tuple[Any, ...]]:
+    """The SQL and parameters of reading ``messages`` as ``HISTORY_COLUMNS`` rows, in order, on their database."""
+    rows = messages.order_by("id", "tool_calls__index").values_list(*HISTORY_COLUMNS)
+    sql, params = rows.query.get_compiler(using=rows.db).as_sql()
+    return sql, tuple(params)
 
 
 # The SQL of a whole history's read, by database alias: the same for every conversation but for its one parameter,
@@ -96,9 +102,8 @@ def whole_history(conversation: Conversation) -> list[tuple[Any, ...]]:
     param = field.get_db_prep_value(conversation.pk, connections[using])
     if (sql := _WHOLE_HISTORY.get(using)) is not None:
         return plain_rows(using, sql, (param,))
-    rows = Message.objects.using(using).filter(conversation_id=conversation.pk).order_by("id", "tool_calls__index")
-    built, params = rows.values_list(*HISTORY_COLUMNS).query.get_compiler(using=using).as_sql()
-    if list(params) == [param]:  # the id is the read's only parameter (not so for an unsaved conversation's)
+    built, params = history_sql(Message.objects.using(using).filter(conversation_id=conversation.pk))
+    if params == (param,):  # the id is the read's only parameter (not so for an unsaved conversation's)
         _WHOLE_HISTORY[using] = built
     return plain_rows(using, built, params)
 
