@@ -422,7 +422,8 @@ def test_a_turn_stays_within_its_cost_budget(scenarios: Scenarios, name: str, mo
     cost = measure(scenarios, name)
     if MEASURED_TO:
         with open(MEASURED_TO, "a") as out:
-            out.write(json.dumps({"scenario": name, "database": database, "api": api, **asdict(cost)}) + "\n")
+            row = {"scenario": name, "database": database, "api": api, "budgets": str(BUDGET_FILE), **asdict(cost)}
+            out.write(json.dumps(row) + "\n")
     if RECORD:
         record(name, database, api, cost)
         return
