@@ -10,6 +10,7 @@ site's ``post_save`` receivers hear of every message and call (see ``_writes``).
 
 from __future__ import annotations
 
+from ._built import get_as_built
 from ._estimates import estimate_tokens, estimated_usage, size
 from ._history import as_history, history_items, load_messages
 from ._ledger import Ledger
@@ -31,6 +32,7 @@ from ._writes import (
 
 __all__ = [
     "as_history",
+    "get_as_built",
     "OPEN_CALL_STATUSES",
     "RUNNING",
     "Ledger",

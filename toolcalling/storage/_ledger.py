@@ -10,7 +10,8 @@ and each write stores the usage the turn counted. A call is answered at most onc
 updates of the call's status (``_writes``), and the database refuses a second tool message for one call id.
 
 All of it is the ORM's ``update()``, adding with ``usage.Increment``, on the alias the site's router gives for
-writes; what decides a write (the fence, the call ids already taken, the usage rows) is read there too.
+writes; what decides a write (the fence, the call ids already taken, the usage rows) is read there too. The fence,
+sent on every write, is the SQL the ORM built for it once per database and shape of values (``_built``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from django.db import DatabaseError, router, transaction
+from django.db import DatabaseError, connections, router, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -34,6 +35,7 @@ from ..model_apis import ModelReply, ModelRequest, Usage
 from ..models import Conversation, Message, ToolCall
 from ..toolkit import storable, storable_json, unique_call_ids
 from ..usage import UNPRICED, Cost, Counts, Increment, Meter, Pricing, add_cost, cost_increments
+from ._built import update_as_built
 from ._estimates import estimated_usage
 from ._writes import (
     OPEN_CALL_STATUSES,
@@ -112,6 +114,21 @@ class Ledger:
             self._fences[self.token, unstopped] = Conversation.objects.using(self.db).filter(**held, **unasked)
         return self._fences[self.token, unstopped]
 
+    def _fence(self, values: dict[str, Any], *, unstopped: bool = False) -> int:
+        """``_held(unstopped=...).update(**values)``: the rows it changed (1, or 0 once the claim is gone). Sent as SQL
+        the ORM built once per database and shape of ``values`` (``update_as_built``): a turn fences every write."""
+        filtered = functools.partial(self._held, unstopped=unstopped)
+        if self.token is None:
+            return filtered().update(**values)
+        connection, fields = connections[self.db], Conversation._meta
+        where = (  # ``filter()`` takes its lookups in the order of their names: pk, status, [stop_requested_at,] token
+            fields.pk.get_db_prep_value(self.conversation.pk, connection),
+            RUNNING,
+            fields.get_field("turn_token").get_db_prep_value(self.token, connection),
+        )
+        name = ("fence", unstopped)
+        return update_as_built(Conversation, self.db, values, filtered=filtered, filter_name=name, where=where)
+
     @contextmanager
     def write(
         self,
@@ -150,8 +167,8 @@ class Ledger:
                 relax_durability(self.db)
             if inserted:
                 self._insert(usage, cost, ending, error)
-            elif self.stop_requested or not self._held(unstopped=True).update(**values):
-                if not self._held().update(**values):
+            elif self.stop_requested or not self._fence(values, unstopped=True):
+                if not self._fence(values):
                     logger.warning("a write of a turn of conversation %s was refused: the turn lost its claim",
                                    self.conversation.pk)  # fmt: skip
                     raise TurnInterrupted(status=self._status_now())
