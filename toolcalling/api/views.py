@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import connections, router
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponseBase, JsonResponse
-from django.shortcuts import get_object_or_404
+from django.http import Http404, HttpRequest, HttpResponseBase, JsonResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import generics, mixins, status, viewsets
@@ -25,6 +25,7 @@ from ..approval import can_approve
 from ..engine import stop_turn
 from ..exceptions import InvalidArguments, NothingWaiting
 from ..models import Conversation, Message, ToolCall
+from ..storage import get_as_built
 from ..toolkit import assistants
 from ..web import (
     ErrorResponses,
@@ -116,8 +117,25 @@ class ConversationViewSet(
 
 def own_conversation(request: Request, pk: Any) -> Conversation:
     """The request's user's conversation ``pk`` (anyone else's is a 404), its user known without reading it
-    again: the request's."""
-    conversation = get_object_or_404(Conversation, pk=pk, user_id=request.user.pk)
+    again: the request's. Read as SQL the ORM built once (``get_as_built``): every request of a conversation
+    reads it."""
+    using, user_id = router.db_for_read(Conversation), request.user.pk
+    connection, fields = connections[using], Conversation._meta
+    conversation = None
+    if user_id is not None:  # a user (IsAuthenticated lets nobody else through)
+        where = (  # ``filter()`` takes its lookups in the order of their names
+            fields.pk.get_db_prep_value(pk, connection),
+            fields.get_field("user").get_db_prep_value(user_id, connection),
+        )
+        conversation = get_as_built(
+            Conversation,
+            using,
+            filtered=lambda: Conversation.objects.using(using).filter(pk=pk, user_id=user_id)[:1],
+            filter_name="own conversation",
+            where=where,
+        )
+    if conversation is None:  # as get_object_or_404 says it
+        raise Http404(_("No %s matches the given query.") % fields.object_name)
     conversation.user = request.user  # type: ignore[assignment]  # IsAuthenticated: a user, not AnonymousUser
     return conversation
 
