@@ -155,6 +155,7 @@ def test_a_read_gives_the_instance_the_orm_gives_every_field_converted(alice, bo
         assert read is not None and not read._state.adding and read._state.db == orm._state.db
         assert as_stored(read) == as_stored(orm)
         assert type(read.pk) is type(orm.pk) and type(read.cost) is type(orm.cost)
+    assert _built._READS.built[("test read", router.db_for_read(Conversation))] is not None  # sent as built
     assert own(conversation.pk, bob.pk) is None  # anyone else's: nothing
     assert own(uuid.uuid4(), alice.pk) is None
     read.title = "renamed"
