@@ -134,8 +134,8 @@ def own_conversation(request: Request, pk: Any) -> Conversation:
             filter_name="own conversation",
             where=where,
         )
-    if conversation is None:  # as get_object_or_404 says it
-        raise Http404(_("No %s matches the given query.") % fields.object_name)
+    if conversation is None:
+        raise Http404(f"No {fields.object_name} matches the given query.")  # get_object_or_404's words, untranslated
     conversation.user = request.user  # type: ignore[assignment]  # IsAuthenticated: a user, not AnonymousUser
     return conversation
 
